@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency of sluice from Debian 12 packages, plus the
+# official `openai` npm package for the e2e client. Idempotent: safe to rerun; skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(
+  build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev
+  libssl-dev libre2-dev libhiredis-dev prometheus-cpp-dev
+  libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  redis-server nginx-light prometheus curl procps
+)
+# Node.js: keep whatever node/npm the machine has; otherwise take Debian's.
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Do not leave the distro's nginx/redis/prometheus daemons running: tests and benches start their own.
+for svc in nginx redis-server prometheus; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    systemctl stop "$svc" || true
+  fi
+done
+
+# The official OpenAI SDK as a real client for e2e tests (pinned in tests/e2e/package.json).
+if [ ! -d tests/e2e/node_modules/openai ]; then
+  (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
+fi
+echo "install-deps: ok"

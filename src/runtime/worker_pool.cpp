@@ -1,0 +1,68 @@
+#include "runtime/worker_pool.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace sluice::runtime {
+
+worker_pool::worker_pool(std::size_t threads) {
+  if (threads == 0) threads = 1;
+  for (std::size_t i = 0; i < threads; ++i) {
+    // Concurrency hint 1: each io_context is driven by exactly one thread, so Asio can skip locking.
+    contexts_.push_back(std::make_unique<net::io_context>(1));
+    guards_.emplace_back(contexts_.back()->get_executor());
+  }
+}
+
+worker_pool::~worker_pool() { stop(); }
+
+void worker_pool::start() {
+  for (auto& ctx : contexts_) {
+    threads_.emplace_back([c = ctx.get()] { c->run(); });
+  }
+}
+
+void worker_pool::release() {
+  for (auto& g : guards_) g.reset();
+}
+
+void worker_pool::stop() {
+  for (auto& ctx : contexts_) ctx->stop();
+  join();
+}
+
+void worker_pool::join() {
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+std::size_t default_threads() {
+  auto n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
+
+std::size_t raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return rl.rlim_cur;
+}
+
+std::size_t read_rss_bytes(int pid) {
+  std::string path = pid == 0 ? "/proc/self/statm" : "/proc/" + std::to_string(pid) + "/statm";
+  std::ifstream in(path);
+  std::size_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace sluice::runtime

@@ -1,0 +1,54 @@
+// worker_pool: N threads, each running its own io_context (shared-nothing hot path: a connection,
+// its upstream connection and its buffers live on one thread for their whole life).
+// Construct and start on the main thread; stop() may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+
+#include "runtime/asio.hpp"
+
+namespace sluice::runtime {
+
+class worker_pool {
+ public:
+  explicit worker_pool(std::size_t threads);
+  ~worker_pool();
+  worker_pool(const worker_pool&) = delete;
+  worker_pool& operator=(const worker_pool&) = delete;
+
+  std::size_t size() const noexcept { return contexts_.size(); }
+  net::io_context& context(std::size_t i) { return *contexts_[i]; }
+
+  // Starts the threads. Each runs its io_context until stop() (work guards keep them alive).
+  void start();
+  // Lets the io_contexts run out of work: releases the guards (running tasks finish).
+  void release();
+  // Stops every io_context now and joins the threads. Idempotent.
+  void stop();
+  // Waits for the threads to return (after release() once their work is done, or after stop()).
+  void join();
+
+ private:
+  using guard = net::executor_work_guard<net::io_context::executor_type>;
+  std::vector<std::unique_ptr<net::io_context>> contexts_;
+  std::vector<guard> guards_;
+  std::vector<std::thread> threads_;
+};
+
+// Threads to use when the config says 0: the number of cores (at least 1).
+std::size_t default_threads();
+
+// Raises the soft RLIMIT_NOFILE to the hard limit (thousands of streams need thousands of fds).
+// Returns the new soft limit.
+std::size_t raise_fd_limit();
+
+// Resident set size of a process (self when pid == 0), in bytes; 0 if unreadable.
+std::size_t read_rss_bytes(int pid = 0);
+
+}  // namespace sluice::runtime
