@@ -1,0 +1,366 @@
+#include "observability/log.hpp"
+
+#include <spdlog/details/log_msg.h>
+#include <spdlog/formatter.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "config/option_table.hpp"
+
+namespace sluice::obs {
+namespace {
+
+constexpr std::array<std::string_view, 6> level_names = {"trace", "debug", "info", "warn", "error", "off"};
+
+spdlog::level::level_enum to_spdlog(log_level l) {
+  switch (l) {
+    case log_level::trace: return spdlog::level::trace;
+    case log_level::debug: return spdlog::level::debug;
+    case log_level::info: return spdlog::level::info;
+    case log_level::warn: return spdlog::level::warn;
+    case log_level::error: return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+std::string_view level_name(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::trace: return "trace";
+    case spdlog::level::debug: return "debug";
+    case spdlog::level::info: return "info";
+    case spdlog::level::warn: return "warn";
+    case spdlog::level::err: return "error";
+    case spdlog::level::critical: return "critical";
+    default: return "off";
+  }
+}
+
+std::optional<spdlog::level::level_enum> parse_level(std::string_view v) {
+  for (std::size_t i = 0; i < level_names.size(); ++i)
+    if (v == level_names[i])
+      return i + 1 == level_names.size() ? spdlog::level::off : static_cast<spdlog::level::level_enum>(i);
+  return std::nullopt;
+}
+
+result<void> check_level(std::string_view v) {
+  if (parse_level(v)) return ok;
+  return error::make(errc::bad_request,
+                     "--log-level: expected trace, debug, info, warn, error or off, got '" + std::string(v) + "'",
+                     "log-level");
+}
+
+result<void> check_format(std::string_view v) {
+  if (v == "json" || v == "text") return ok;
+  return error::make(errc::bad_request, "--log-format: expected json or text, got '" + std::string(v) + "'",
+                     "log-format");
+}
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one (overlong forms,
+// surrogates and code points past U+10FFFF included), per RFC 3629.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(1) > 0x9F) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(1) > 0x8F) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// A JSON string literal. Control characters are escaped (no value can break the one-line-per-record
+// rule) and invalid UTF-8 becomes U+FFFD (a request id is raw header bytes; JSON must be UTF-8).
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20 || c == 0x7F) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+          else out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    if (const std::size_t n = utf8_length(s, i); n != 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\\ufffd";
+      ++i;
+    }
+  }
+  out += '"';
+}
+
+// logfmt: bare when the value is plain printable text, quoted (JSON rules) otherwise.
+void append_text_value(std::string& out, std::string_view s) {
+  bool bare = !s.empty();
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c == 0x7F || c >= 0x80 || c == '"' || c == '=' || c == '\\') {
+      bare = false;
+      break;
+    }
+  }
+  if (bare) out.append(s);
+  else append_quoted(out, s);
+}
+
+// Keys are caller-chosen identifiers, but one with a space would still break text lines.
+void append_text_key(std::string& out, std::string_view k) {
+  for (const char c : k) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                       c == '.' || c == '-';
+    out += plain ? c : '_';
+  }
+}
+
+void append_timestamp(std::string& out, std::chrono::system_clock::time_point t) {
+  using namespace std::chrono;
+  const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  auto milli = static_cast<int>(ms % 1000);
+  if (milli < 0) {  // before 1970: keep the fraction positive
+    milli += 1000;
+    --secs;
+  }
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
+}
+
+bool reserved_key(std::string_view k) { return k == "ts" || k == "level" || k == "msg"; }
+
+void append_value(std::string& out, bool json, const log_field::value_type& v) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string_view>) {
+          if (json) append_quoted(out, x);
+          else append_text_value(out, x);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out += x ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, double>) {
+          // JSON has no NaN or infinity.
+          if (std::isfinite(x)) fmt::format_to(std::back_inserter(out), "{}", x);
+          else out += "null";
+        } else {
+          fmt::format_to(std::back_inserter(out), "{}", x);
+        }
+      },
+      v);
+}
+
+std::string render(bool json, std::chrono::system_clock::time_point t, std::string_view level, std::string_view msg,
+                   std::span<const log_field> fields) {
+  std::string out;
+  out.reserve(128 + msg.size() + fields.size() * 24);
+  if (json) {
+    out += "{\"ts\":\"";
+    append_timestamp(out, t);
+    out += "\",\"level\":\"";
+    out += level;
+    out += "\",\"msg\":";
+    append_quoted(out, msg);
+    for (const auto& f : fields) {
+      out += ',';
+      // A field named like a built-in key would make a duplicate JSON member; prefix it instead.
+      if (reserved_key(f.key)) append_quoted(out, "_" + std::string(f.key));
+      else append_quoted(out, f.key);
+      out += ':';
+      append_value(out, true, f.value);
+    }
+    out += '}';
+  } else {
+    out += "ts=";
+    append_timestamp(out, t);
+    out += " level=";
+    out += level;
+    out += " msg=";
+    append_text_value(out, msg);
+    for (const auto& f : fields) {
+      out += ' ';
+      if (reserved_key(f.key)) out += '_';
+      append_text_key(out, f.key);
+      out += '=';
+      append_value(out, false, f.value);
+    }
+  }
+  return out;
+}
+
+// For code that logs through spdlog directly (spdlog::info(...)): the same line shape, no fields.
+class line_formatter final : public spdlog::formatter {
+ public:
+  explicit line_formatter(bool json) : json_(json) {}
+  void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& dest) override {
+    const std::string line =
+        render(json_, m.time, level_name(m.level), std::string_view(m.payload.data(), m.payload.size()), {});
+    dest.append(line.data(), line.data() + line.size());
+    dest.push_back('\n');
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<line_formatter>(json_); }
+
+ private:
+  bool json_;
+};
+
+// The structured logger receives finished lines; its formatter only adds the newline.
+struct log_state {
+  std::shared_ptr<spdlog::logger> logger;
+  bool json = true;
+};
+
+std::shared_ptr<spdlog::logger> make_logger(std::string name, std::shared_ptr<spdlog::sinks::sink> sink,
+                                            spdlog::level::level_enum level, std::unique_ptr<spdlog::formatter> f) {
+  auto l = std::make_shared<spdlog::logger>(std::move(name), std::move(sink));
+  l->set_formatter(std::move(f));
+  l->set_level(level);
+  // Synchronous on purpose: an async queue would be one more buffer that either grows or drops.
+  // One short line per request is a single write(2).
+  l->flush_on(spdlog::level::warn);
+  return l;
+}
+
+std::unique_ptr<spdlog::formatter> passthrough() {
+  return std::make_unique<spdlog::pattern_formatter>("%v", spdlog::pattern_time_type::utc, "\n");
+}
+
+const log_state* default_state() {
+  // Before init_logging(): JSON at info to stderr, so early start-up errors are still structured.
+  static const log_state s{make_logger("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>(),
+                                       spdlog::level::info, passthrough()),
+                           true};
+  return &s;
+}
+
+std::atomic<const log_state*> current_state{nullptr};
+std::mutex init_mutex;
+// Replaced states are kept, not freed: another thread may have loaded the old pointer an instant
+// before the swap. init_logging runs a handful of times per process, so this is bounded.
+std::vector<std::unique_ptr<log_state>> all_states;
+
+const log_state& state() {
+  const log_state* s = current_state.load(std::memory_order_acquire);
+  return s != nullptr ? *s : *default_state();
+}
+
+void emit(spdlog::level::level_enum level, std::string_view msg, std::span<const log_field> fields) {
+  const log_state& s = state();
+  if (!s.logger->should_log(level)) return;
+  const std::string line = render(s.json, std::chrono::system_clock::now(), level_name(level), msg, fields);
+  s.logger->log(spdlog::source_loc{}, level, spdlog::string_view_t(line.data(), line.size()));
+}
+
+double ms3(double ms) { return std::round(ms * 1000.0) / 1000.0; }  // microsecond precision is plenty
+
+}  // namespace
+
+void log_options::register_options(config::option_table& t) {
+  t.add_custom({"log-level", "log verbosity: trace, debug, info, warn, error or off", level,
+                [this](std::string_view v) -> result<void> {
+                  if (auto r = check_level(v); !r) return std::move(r).err();
+                  level.assign(v);
+                  return ok;
+                }});
+  t.add_custom({"log-format", "log line format: json (one object per line) or text (key=value)", format,
+                [this](std::string_view v) -> result<void> {
+                  if (auto r = check_format(v); !r) return std::move(r).err();
+                  format.assign(v);
+                  return ok;
+                }});
+}
+
+result<void> init_logging(const log_options& options) {
+  return init_logging(options, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+}
+
+result<void> init_logging(const log_options& options, std::shared_ptr<spdlog::sinks::sink> sink) {
+  if (auto r = check_level(options.level); !r) return r;
+  if (auto r = check_format(options.format); !r) return r;
+  const auto level = *parse_level(options.level);
+  const bool json = options.format == "json";
+
+  auto state = std::make_unique<log_state>();
+  state->logger = make_logger("sluice", sink, level, passthrough());
+  state->json = json;
+
+  std::lock_guard lock(init_mutex);
+  spdlog::set_default_logger(make_logger("sluice.plain", sink, level, std::make_unique<line_formatter>(json)));
+  current_state.store(state.get(), std::memory_order_release);
+  all_states.push_back(std::move(state));
+  return ok;
+}
+
+bool log_enabled(log_level level) noexcept { return state().logger->should_log(to_spdlog(level)); }
+
+void log_event(log_level level, std::string_view msg, std::span<const log_field> fields) {
+  emit(to_spdlog(level), msg, fields);
+}
+
+std::string format_log_line(bool json, log_level level, std::string_view msg, std::span<const log_field> fields) {
+  return render(json, std::chrono::system_clock::now(), level_name(to_spdlog(level)), msg, fields);
+}
+
+void log_stream_completed(const request_record& r) {
+  if (!log_enabled(log_level::info)) return;
+  const log_field fields[] = {
+      {"request_id", r.request_id}, {"route", r.route},           {"model", r.model},
+      {"upstream", r.upstream},     {"status", r.status},         {"outcome", r.outcome},
+      {"reason", r.reason},         {"ttft_ms", ms3(r.ttft_ms)},  {"duration_ms", ms3(r.duration_ms)},
+      {"overhead_ms", ms3(r.overhead_ms)}, {"tokens_in", r.tokens_in}, {"tokens_out", r.tokens_out},
+      {"bytes_in", r.bytes_in},     {"bytes_out", r.bytes_out}};
+  emit(spdlog::level::info, "stream completed", fields);
+}
+
+void log_request_completed(const request_record& r) {
+  if (!log_enabled(log_level::info)) return;
+  const log_field fields[] = {
+      {"request_id", r.request_id}, {"route", r.route},   {"model", r.model},
+      {"upstream", r.upstream},     {"status", r.status}, {"outcome", r.outcome},
+      {"reason", r.reason},         {"duration_ms", ms3(r.duration_ms)}, {"overhead_ms", ms3(r.overhead_ms)},
+      {"tokens_in", r.tokens_in},   {"tokens_out", r.tokens_out}, {"bytes_in", r.bytes_in},
+      {"bytes_out", r.bytes_out}};
+  emit(spdlog::level::info, "request completed", fields);
+}
+
+void log_request_refused(const request_record& r) {
+  if (!log_enabled(log_level::info)) return;
+  const log_field fields[] = {{"request_id", r.request_id}, {"route", r.route},
+                              {"model", r.model},           {"status", r.status},
+                              {"outcome", r.outcome},       {"reason", r.reason},
+                              {"duration_ms", ms3(r.duration_ms)}, {"bytes_in", r.bytes_in}};
+  emit(spdlog::level::info, "request refused", fields);
+}
+
+}  // namespace sluice::obs
