@@ -1,0 +1,166 @@
+// loadgen::run: set-up, the sampling loop on the calling thread, and the merge of per-thread results.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "loadgen/engine.hpp"
+#include "runtime/worker_pool.hpp"
+
+namespace sluice::loadgen {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto sample_period = 50ms;   // RSS sampling
+constexpr int ticks_per_progress = 5;  // progress line every 250 ms
+// After the deadline every socket is closed, so workers end at once; this grace only guards
+// against a bug keeping a coroutine alive, so that run() still returns.
+constexpr auto stop_grace = 5s;
+
+result<tcp::endpoint> resolve(const target_url& t) {
+  net::io_context ctx;
+  tcp::resolver resolver(ctx);
+  error_code ec;
+  auto results = resolver.resolve(t.host, std::to_string(t.port), ec);
+  if (ec || results.empty())
+    return error::make(errc::bad_request, "cannot resolve target host '" + t.host + "': " + ec.message());
+  return results.begin()->endpoint();
+}
+
+percentiles to_percentiles(const histogram& h) {
+  constexpr double ms = 1e6;
+  return {static_cast<double>(h.value_at(50)) / ms, static_cast<double>(h.value_at(90)) / ms,
+          static_cast<double>(h.value_at(99)) / ms, static_cast<double>(h.max()) / ms, h.count()};
+}
+
+void print_progress(detail::run_state& rs, const std::vector<std::unique_ptr<detail::thread_state>>& states) {
+  std::uint64_t finished = 0, failed = 0, chunks = 0;
+  for (const auto& ts : states) {
+    finished += ts->live.finished.load(std::memory_order_relaxed);
+    failed += ts->live.failed.load(std::memory_order_relaxed);
+    chunks += ts->live.chunks.load(std::memory_order_relaxed);
+  }
+  const double secs = std::chrono::duration<double>(clock::now() - rs.start).count();
+  std::fprintf(stderr, "\r\033[Kflood %.1fs  open %lld  done %llu/%llu  failed %llu  chunks %llu", secs,
+               static_cast<long long>(rs.open.load(std::memory_order_relaxed)),
+               static_cast<unsigned long long>(finished), static_cast<unsigned long long>(rs.total),
+               static_cast<unsigned long long>(failed), static_cast<unsigned long long>(chunks));
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+result<report> run(const options& opt) {
+  if (auto v = validate(opt); !v) return std::move(v).err();
+  auto target = parse_target(opt.target);
+  if (!target) return std::move(target).err();
+  auto endpoint = resolve(*target);
+  if (!endpoint) return std::move(endpoint).err();
+  runtime::raise_fd_limit();
+
+  // Declared before the pool: coroutine frames still in the io_contexts when the pool is
+  // destroyed (only after a forced stop) unlink themselves from these.
+  detail::run_state rs;
+  rs.opt = opt;
+  rs.endpoint = *endpoint;
+  rs.request = detail::build_request(opt, *target);
+  rs.total = opt.requests ? opt.requests : opt.concurrency;
+  rs.workers = std::min(opt.concurrency, rs.total);
+  const std::size_t threads = static_cast<std::size_t>(
+      opt.threads ? opt.threads : std::min<std::uint64_t>(runtime::default_threads(), rs.workers));
+  std::vector<std::unique_ptr<detail::thread_state>> states;
+
+  report rep;
+  const int pid = static_cast<int>(opt.pid);
+  if (pid) rep.baseline_rss_bytes = rep.peak_rss_bytes = runtime::read_rss_bytes(pid);
+
+  bool forced = false;
+  {
+    runtime::worker_pool pool(threads);
+    for (std::size_t i = 0; i < threads; ++i) states.push_back(std::make_unique<detail::thread_state>(pool.context(i)));
+    rs.start = clock::now();
+    rs.deadline = rs.start + std::chrono::duration_cast<clock::duration>(opt.duration_limit);
+    rs.running = rs.workers;
+    for (std::uint64_t w = 0; w < rs.workers; ++w) ++states[w % threads]->workers_left;
+    for (auto& ts : states) {
+      if (ts->workers_left == 0) continue;
+      ts->deadline_timer.expires_at(rs.deadline);
+      ts->deadline_timer.async_wait([t = ts.get()](error_code ec) {
+        if (!ec) t->expire();
+      });
+    }
+    for (std::uint64_t w = 0; w < rs.workers; ++w) {
+      detail::thread_state* ts = states[w % threads].get();
+      net::co_spawn(*ts->ioc, detail::worker(ts, &rs, w), [ts, rsp = &rs](std::exception_ptr e) {
+        if (e && !ts->crash) ts->crash = e;
+        ts->worker_finished();
+        rsp->worker_finished();
+      });
+    }
+    pool.start();
+    pool.release();
+
+    const bool progress = opt.progress && isatty(STDERR_FILENO);
+    int tick = 0;
+    std::unique_lock lock(rs.mutex);
+    while (rs.running.load() > 0) {
+      rs.done.wait_for(lock, sample_period, [&] { return rs.running.load() == 0; });
+      if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
+      if (progress && ++tick % ticks_per_progress == 0) print_progress(rs, states);
+      if (rs.running.load() > 0 && clock::now() > rs.deadline + stop_grace) {
+        forced = true;
+        break;
+      }
+    }
+    lock.unlock();
+    if (progress) std::fputs("\r\033[K", stderr);
+    if (forced) pool.stop();
+    pool.join();
+    if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
+    rep.wall_seconds = std::chrono::duration<double>(clock::now() - rs.start).count();
+    // A forced stop leaves requests uncounted; they were cut off by the deadline.
+    if (forced)
+      for (auto& ts : states) ts->stats.timeout += ts->in_flight;
+  }
+
+  histogram ttft, gap, e2e;
+  for (auto& ts : states) {
+    if (ts->crash) {
+      try {
+        std::rethrow_exception(ts->crash);
+      } catch (const std::exception& e) {
+        return error::make(errc::internal, std::string("load generator worker failed: ") + e.what());
+      }
+    }
+    const auto& s = ts->stats;
+    rep.ok += s.ok;
+    rep.abandoned_ok += s.abandoned_ok;
+    rep.connect_errors += s.connect;
+    rep.status_errors += s.status;
+    rep.truncated += s.truncated;
+    rep.malformed += s.malformed;
+    rep.error_events += s.error_event;
+    rep.timeouts += s.timeout;
+    rep.retry_after_seen += s.retry_after;
+    rep.chunks += s.chunks;
+    rep.bytes += s.bytes;
+    for (const auto& [code, n] : s.status_counts) rep.status_counts[code] += n;
+    for (const auto& why : s.failure_samples)
+      if (rep.failure_samples.size() < detail::thread_stats::max_failure_samples) rep.failure_samples.push_back(why);
+    ttft.merge(s.ttft);
+    gap.merge(s.gap);
+    e2e.merge(s.e2e);
+  }
+  rep.failed = rep.connect_errors + rep.status_errors + rep.truncated + rep.malformed + rep.error_events + rep.timeouts;
+  rep.requests = rep.ok + rep.abandoned_ok + rep.failed;
+  rep.peak_open_streams = static_cast<std::uint64_t>(rs.peak_open.load());
+  rep.ttft = to_percentiles(ttft);
+  rep.gap = to_percentiles(gap);
+  rep.e2e = to_percentiles(e2e);
+  rep.chunks_per_second = rep.wall_seconds > 0 ? static_cast<double>(rep.chunks) / rep.wall_seconds : 0;
+  return rep;
+}
+
+}  // namespace sluice::loadgen
