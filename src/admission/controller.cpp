@@ -1,0 +1,370 @@
+#include "admission/controller.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+
+namespace sluice::admission {
+namespace {
+
+// Before any permit has been released we know nothing about how long streams last; LLM
+// completions typically stream for seconds to tens of seconds.
+constexpr auto initial_hold_estimate = std::chrono::seconds(10);
+// Weight of the newest hold time in the EWMA: about the last 10-20 releases dominate.
+constexpr double hold_alpha = 0.1;
+constexpr std::int64_t min_retry_s = 1;
+constexpr std::int64_t max_retry_s = 60;
+
+}  // namespace
+
+std::string_view to_string(refusal r) noexcept {
+  switch (r) {
+    case refusal::queue_full: return "queue_full";
+    case refusal::queue_timeout: return "queue_timeout";
+    case refusal::memory: return "memory";
+    case refusal::draining: return "draining";
+    case refusal::cancelled: return "cancelled";
+  }
+  return "queue_full";
+}
+
+// ---- permit -----------------------------------------------------------------------------------
+
+permit::permit(permit&& o) noexcept
+    : owner_(std::exchange(o.owner_, nullptr)), bytes_(std::move(o.bytes_)), granted_at_(o.granted_at_) {}
+
+permit& permit::operator=(permit&& o) noexcept {
+  if (this != &o) {
+    reset();
+    owner_ = std::exchange(o.owner_, nullptr);
+    bytes_ = std::move(o.bytes_);
+    granted_at_ = o.granted_at_;
+  }
+  return *this;
+}
+
+void permit::reset() noexcept {
+  if (owner_ == nullptr) return;
+  // Bytes first: the waiter woken by the slot may need exactly these bytes.
+  bytes_.reset();
+  std::exchange(owner_, nullptr)->release(granted_at_);
+}
+
+// ---- waiter -----------------------------------------------------------------------------------
+
+// One queued acquire(). Shared ownership: the queue (queue_ref) while queued, then the posted
+// completion. Timer and cancellation hooks hold weak references, so they never keep it alive.
+// Everything except the queue links, `st` and the grant fields runs on `ex` (the caller's executor).
+struct controller::waiter {
+  using handler_type = net::any_completion_handler<void(acquire_result)>;
+
+  waiter(controller& c, std::uint64_t b, const net::any_io_executor& e, handler_type h)
+      : owner(&c),
+        bytes(b),
+        ex(e),
+        work(net::prefer(e, net::execution::outstanding_work.tracked)),
+        timer(e),
+        handler(std::move(h)) {}
+
+  ~waiter() {
+    // Granted, but the completion never ran (its executor was shut down first): the slot and the
+    // bytes must still go back, or they would be lost for good.
+    if (st == wait_state::granted && !delivered) {
+      reservation.reset();
+      owner->release(granted_at);
+    }
+  }
+
+  // Delivers the outcome to the awaiting coroutine; runs on `ex`, exactly once.
+  void finish();
+
+  controller* owner;
+  // Queue links and the wake list; under owner->mu_ while queued.
+  waiter* prev = nullptr;
+  waiter* next = nullptr;
+  waiter* wake_next = nullptr;
+  std::shared_ptr<waiter> queue_ref;
+
+  std::uint64_t bytes;
+  wait_state st = wait_state::waiting;
+  memory_budget::reservation reservation;
+  clock::time_point enqueued{};
+  clock::time_point granted_at{};
+  bool delivered = false;
+
+  net::any_io_executor ex;
+  net::any_io_executor work;  // keeps the caller's io_context running while we wait
+  net::steady_timer timer;
+  net::cancellation_slot own_slot;
+  net::cancellation_slot withdraw_slot;
+  handler_type handler;
+};
+
+void controller::waiter::finish() {
+  timer.cancel();
+  // Detach from the slots before resuming the coroutine, which may reuse its slot right away.
+  if (own_slot.is_connected()) own_slot.clear();
+  if (withdraw_slot.is_connected()) withdraw_slot.clear();
+
+  acquire_result result;
+  switch (st) {
+    case wait_state::granted:
+      delivered = true;
+      result = permit(owner, std::move(reservation), granted_at);
+      owner->admitted_.fetch_add(1, std::memory_order_relaxed);
+      if (owner->observers_.on_admitted) owner->observers_.on_admitted(granted_at - enqueued);
+      break;
+    case wait_state::timed_out: result = owner->make_refusal(refusal::queue_timeout, owner->queued() + 1); break;
+    case wait_state::cancelled: result = owner->make_refusal(refusal::cancelled, 0); break;
+    case wait_state::drained: result = owner->make_refusal(refusal::draining, 0); break;
+    case wait_state::full: result = owner->make_refusal(refusal::queue_full, owner->queue_depth_ + 1); break;
+    case wait_state::waiting: assert(false && "finish() on a waiter still in the queue"); break;
+  }
+  auto h = std::move(handler);
+  auto keep_running = std::move(work);  // released after the handler has run
+  std::move(h)(std::move(result));
+}
+
+// ---- controller -------------------------------------------------------------------------------
+
+controller::controller(const options& opts, memory_budget& budget, now_fn now)
+    : max_streams_(std::max<std::uint64_t>(opts.max_streams, 1)),
+      queue_depth_(opts.queue_depth),
+      queue_timeout_(opts.queue_timeout),
+      budget_(budget),
+      now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
+      mean_hold_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(initial_hold_estimate).count()) {}
+
+controller::~controller() {
+  // Permits and waiters point at us: the owner drains and lets them finish first.
+  assert(head_ == nullptr);
+  assert(in_use_.load() == 0);
+}
+
+std::chrono::seconds controller::retry_after_for(std::uint64_t position) const noexcept {
+  // Little's law: with every slot busy, slots free up at max_streams / mean hold time.
+  double hold_s = static_cast<double>(mean_hold_ns_.load(std::memory_order_relaxed)) / 1e9;
+  double wait_s = static_cast<double>(std::max<std::uint64_t>(position, 1)) * hold_s / static_cast<double>(max_streams_);
+  double secs = std::ceil(std::min(wait_s, static_cast<double>(max_retry_s)));
+  return std::chrono::seconds(std::clamp(static_cast<std::int64_t>(secs), min_retry_s, max_retry_s));
+}
+
+refused controller::make_refusal(refusal why, std::uint64_t position) {
+  refused_[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  if (observers_.on_refused) observers_.on_refused(why);
+  // Draining: this instance is going away, so a prompt retry lands on another one.
+  if (why == refusal::draining || why == refusal::cancelled) return {why, std::chrono::seconds(min_retry_s)};
+  return {why, retry_after_for(position)};
+}
+
+std::optional<memory_budget::reservation> controller::try_grant_locked(std::uint64_t bytes) {
+  // Only when nobody is queued: a newcomer must not overtake the waiters (FIFO).
+  if (head_ != nullptr || in_use_.load(std::memory_order_relaxed) >= max_streams_) return std::nullopt;
+  auto r = budget_.try_reserve(bytes);
+  if (!r) return std::nullopt;
+  in_use_.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+void controller::link_locked(waiter* w) {
+  w->prev = tail_;
+  w->next = nullptr;
+  if (tail_ != nullptr) tail_->next = w;
+  else head_ = w;
+  tail_ = w;
+  queued_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void controller::unlink_locked(waiter* w) {
+  if (w->prev != nullptr) w->prev->next = w->next;
+  else head_ = w->next;
+  if (w->next != nullptr) w->next->prev = w->prev;
+  else tail_ = w->prev;
+  w->prev = w->next = nullptr;
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+controller::waiter* controller::grant_waiters_locked(clock::time_point now) {
+  waiter* list = nullptr;
+  waiter** tail = &list;
+  while (head_ != nullptr && in_use_.load(std::memory_order_relaxed) < max_streams_) {
+    // Strict FIFO: if the oldest waiter's bytes do not fit, later (maybe smaller) ones wait too,
+    // so a large request cannot be starved by a stream of small ones.
+    auto r = budget_.try_reserve(head_->bytes);
+    if (!r) break;
+    waiter* w = head_;
+    unlink_locked(w);
+    w->st = wait_state::granted;
+    w->reservation = std::move(*r);
+    w->granted_at = now;
+    in_use_.fetch_add(1, std::memory_order_relaxed);
+    assert(in_use_.load(std::memory_order_relaxed) <= max_streams_);
+    w->wake_next = nullptr;
+    *tail = w;
+    tail = &w->wake_next;
+  }
+  return list;
+}
+
+void controller::wake(waiter* list) {
+  while (list != nullptr) {
+    waiter* next = list->wake_next;
+    // The completion owns the waiter from here; it runs on the waiter's own executor because
+    // timers, slots and the coroutine all belong to that thread.
+    std::shared_ptr<waiter> self = std::move(list->queue_ref);
+    auto ex = self->ex;
+    net::post(ex, [self = std::move(self)] { self->finish(); });
+    list = next;
+  }
+}
+
+void controller::release(permit::time_point granted_at) noexcept {
+  auto now = now_();
+  waiter* list = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    in_use_.fetch_sub(1, std::memory_order_relaxed);
+    note_hold_time_locked(now - granted_at);
+    list = grant_waiters_locked(now);
+  }
+  wake(list);
+}
+
+void controller::note_hold_time_locked(duration held) noexcept {
+  auto held_ns = static_cast<double>(std::max<std::int64_t>(held.count(), 0));
+  double mean = static_cast<double>(mean_hold_ns_.load(std::memory_order_relaxed));
+  double next = hold_seeded_ ? mean + hold_alpha * (held_ns - mean) : held_ns;
+  hold_seeded_ = true;
+  mean_hold_ns_.store(static_cast<std::int64_t>(next), std::memory_order_relaxed);
+}
+
+void controller::set_draining(bool on) {
+  waiter* list = nullptr;
+  waiter** tail = &list;
+  {
+    std::lock_guard lock(mu_);
+    draining_.store(on, std::memory_order_relaxed);
+    if (on) {
+      while (head_ != nullptr) {
+        waiter* w = head_;
+        unlink_locked(w);
+        w->st = wait_state::drained;
+        w->wake_next = nullptr;
+        *tail = w;
+        tail = &w->wake_next;
+      }
+    }
+  }
+  wake(list);
+}
+
+void controller::withdraw(const std::shared_ptr<waiter>& w, wait_state why) {
+  auto now = now_();
+  {
+    std::lock_guard lock(mu_);
+    // Already granted or drained: that completion is on its way and wins the race.
+    if (w->st != wait_state::waiting) return;
+    unlink_locked(w.get());
+    w->st = why;
+    // If `w` was the head and blocked on memory, the next waiter may fit now.
+    w->wake_next = grant_waiters_locked(now);
+  }
+  wake(w.get());
+}
+
+// The async part of acquire(): runs inside the suspended coroutine, on its executor.
+struct controller::initiate_wait {
+  controller* self;
+  std::uint64_t bytes;
+  net::cancellation_slot withdraw;
+  net::any_io_executor fallback;
+
+  template <class Handler>
+  void operator()(Handler&& h) {
+    net::any_io_executor ex = net::get_associated_executor(h, fallback);
+    auto own = net::get_associated_cancellation_slot(h);
+    auto w = std::make_shared<waiter>(*self, bytes, ex, waiter::handler_type(std::forward<Handler>(h)));
+    w->own_slot = own;
+    w->withdraw_slot = withdraw;
+    self->enqueue(std::move(w));
+  }
+};
+
+void controller::enqueue(std::shared_ptr<waiter> w) {
+  auto now = now_();
+  {
+    std::lock_guard lock(mu_);
+    w->enqueued = now;
+    // Decided again under the lock: the picture may have changed since acquire() looked.
+    if (draining_.load(std::memory_order_relaxed)) {
+      w->st = wait_state::drained;
+    } else if (auto r = try_grant_locked(w->bytes)) {
+      w->st = wait_state::granted;
+      w->reservation = std::move(*r);
+      w->granted_at = now;
+    } else if (queued_.load(std::memory_order_relaxed) >= queue_depth_) {
+      w->st = wait_state::full;
+    } else {
+      link_locked(w.get());
+      w->queue_ref = w;
+    }
+  }
+  if (w->st != wait_state::waiting) {
+    w->queue_ref = w;
+    wake(w.get());
+    return;
+  }
+  // Armed after linking. Safe: whoever takes `w` out of the queue posts its completion to w->ex,
+  // where we are running now, so finish() (which cancels these) cannot run before we return.
+  std::weak_ptr<waiter> weak = w;
+  w->timer.expires_after(queue_timeout_);
+  w->timer.async_wait(net::bind_executor(w->ex, [weak](error_code ec) {
+    if (ec) return;  // cancelled by finish()
+    if (auto s = weak.lock()) s->owner->withdraw(s, wait_state::timed_out);
+  }));
+  auto on_cancel = [weak](net::cancellation_type t) {
+    if (t == net::cancellation_type::none) return;
+    if (auto s = weak.lock()) s->owner->withdraw(s, wait_state::cancelled);
+  };
+  if (w->own_slot.is_connected()) w->own_slot.assign(on_cancel);
+  if (w->withdraw_slot.is_connected()) w->withdraw_slot.assign(on_cancel);
+}
+
+task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw) {
+  auto cs = co_await net::this_coro::cancellation_state;
+  if (cs.cancelled() != net::cancellation_type::none) co_return make_refusal(refusal::cancelled, 0);
+  if (draining()) co_return make_refusal(refusal::draining, 0);
+  if (budget_.over_shed_threshold() || reserve_bytes > budget_.budget())
+    co_return make_refusal(refusal::memory, queued() + 1);
+
+  // Fast path: no allocation, no suspension. Only when a slot is free and nobody waits.
+  auto now = now_();
+  std::optional<memory_budget::reservation> granted;
+  bool full = false;
+  {
+    std::lock_guard lock(mu_);
+    granted = try_grant_locked(reserve_bytes);
+    full = !granted && queued_.load(std::memory_order_relaxed) >= queue_depth_;
+  }
+  if (granted) {
+    admitted_.fetch_add(1, std::memory_order_relaxed);
+    if (observers_.on_admitted) observers_.on_admitted(duration::zero());
+    co_return permit(this, std::move(*granted), now);
+  }
+  if (full) co_return make_refusal(refusal::queue_full, queue_depth_ + 1);
+
+  auto ex = co_await net::this_coro::executor;
+  co_return co_await net::async_initiate<decltype(use_task), void(acquire_result)>(
+      initiate_wait{this, reserve_bytes, withdraw, ex}, use_task);
+}
+
+}  // namespace sluice::admission

@@ -1,0 +1,169 @@
+// admission::controller: the global cap on concurrent upstream requests (max_streams) with a bounded
+// FIFO wait queue; admission is an RAII permit holding one slot plus a memory reservation.
+// Thread-safe: acquire() from any worker thread; it completes on the caller's executor. The
+// controller must outlive every permit and waiter (drain with set_draining(true) before teardown).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include "admission/memory_budget.hpp"
+#include "admission/options.hpp"
+#include "runtime/asio.hpp"
+
+namespace sluice::admission {
+
+enum class refusal { queue_full, queue_timeout, memory, draining, cancelled };
+inline constexpr std::size_t refusal_kinds = 5;
+// "queue_full", "queue_timeout", ...: the `reason` label of sluice_admission_refused_total.
+std::string_view to_string(refusal r) noexcept;
+
+// Why a request was not admitted, and when it is worth retrying (the Retry-After header).
+struct refused {
+  refusal why = refusal::queue_full;
+  std::chrono::seconds retry_after{1};  // always within 1..60
+};
+
+class controller;
+
+// One admitted request: a concurrency slot plus `reserved_bytes()` of the memory budget. Its
+// destructor (or reset()) gives both back and hands the slot to the oldest waiter, however the
+// request ends. Movable, not copyable; may be destroyed on any thread.
+class permit {
+ public:
+  permit() = default;
+  permit(permit&& o) noexcept;
+  permit& operator=(permit&& o) noexcept;
+  permit(const permit&) = delete;
+  permit& operator=(const permit&) = delete;
+  ~permit() { reset(); }
+
+  explicit operator bool() const noexcept { return owner_ != nullptr; }
+  std::uint64_t reserved_bytes() const noexcept { return bytes_.bytes(); }
+  // Gives the slot and the bytes back now.
+  void reset() noexcept;
+
+ private:
+  friend class controller;
+  using time_point = std::chrono::steady_clock::time_point;
+  permit(controller* owner, memory_budget::reservation bytes, time_point granted_at)
+      : owner_(owner), bytes_(std::move(bytes)), granted_at_(granted_at) {}
+  controller* owner_ = nullptr;
+  memory_budget::reservation bytes_;
+  time_point granted_at_{};
+};
+
+using acquire_result = std::variant<permit, refused>;
+
+// Hooks for metrics. Called on the requesting coroutine's thread; set before the first acquire().
+struct controller_observers {
+  // Every admitted request with the time it spent queued (zero when admitted at once):
+  // feeds the histogram sluice_admission_queue_wait_seconds.
+  std::function<void(duration waited)> on_admitted;
+  // Every refusal: feeds sluice_admission_refused_total{reason}.
+  std::function<void(refusal why)> on_refused;
+};
+
+class controller {
+ public:
+  using clock = std::chrono::steady_clock;
+  // The clock behind queue-wait times and the retry_after estimate (a seam for tests); queue
+  // timeouts use a real steady_timer on the waiter's executor.
+  using now_fn = std::function<clock::time_point()>;
+
+  controller(const options& opts, memory_budget& budget, now_fn now = {});
+  controller(const controller&) = delete;
+  controller& operator=(const controller&) = delete;
+  ~controller();
+
+  // Admits at once when a slot is free, nobody is queued and `reserve_bytes` fit the memory
+  // budget; otherwise waits in FIFO order for up to queue_timeout, or is refused at once when the
+  // queue is full, RSS is over the shed threshold, the bytes can never fit, or we are draining.
+  //
+  // Completes on the caller's executor (one thread per io_context, or a strand). Withdrawing:
+  //  - cancel the awaiting coroutine (its cancellation slot; e.g. `co_await (acquire(n) ||
+  //    client_gone())`): the waiter leaves the queue at once and completes with
+  //    refused{cancelled}; it never holds a slot;
+  //  - or emit on `withdraw` (a slot of a net::cancellation_signal the caller owns, emitted from the
+  //    caller's executor), with the same effect.
+  // A grant that races with a timeout or a cancellation wins: the caller then gets a permit, and
+  // dropping it passes the slot on, so a slot is never lost.
+  task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {});
+
+  std::uint64_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
+  std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_relaxed); }
+  std::uint64_t max_streams() const noexcept { return max_streams_; }
+  std::uint64_t queue_depth() const noexcept { return queue_depth_; }
+
+  // While draining, new requests are refused with `draining`, and so is everyone already queued.
+  void set_draining(bool on);
+  bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
+
+  void set_observers(controller_observers obs) { observers_ = std::move(obs); }
+  std::uint64_t admitted_total() const noexcept { return admitted_.load(std::memory_order_relaxed); }
+  std::uint64_t refused_total(refusal why) const noexcept {
+    return refused_[static_cast<std::size_t>(why)].load(std::memory_order_relaxed);
+  }
+
+  // Seconds until a request at queue position `position` (1 = next) can expect a slot:
+  // position x mean permit hold time / max_streams, clamped to 1..60 (docs/admission.md).
+  std::chrono::seconds retry_after_for(std::uint64_t position) const noexcept;
+  // The mean permit hold time the estimate uses (EWMA, seeded with 10s before any release).
+  duration mean_hold_time() const noexcept { return duration(mean_hold_ns_.load(std::memory_order_relaxed)); }
+
+ private:
+  friend class permit;
+  struct waiter;
+  friend struct waiter;
+  struct initiate_wait;
+  // How a wait ended; written under mu_ by whoever takes the waiter out of the queue.
+  enum class wait_state : unsigned char { waiting, granted, timed_out, cancelled, drained, full };
+
+  void release(permit::time_point granted_at) noexcept;
+  void note_hold_time_locked(duration held) noexcept;
+  refused make_refusal(refusal why, std::uint64_t position);
+  // Admission decision for a request that is not queued yet; called under mu_.
+  std::optional<memory_budget::reservation> try_grant_locked(std::uint64_t bytes);
+  // Hands free slots to waiters from the head of the queue; returns them as a list to wake.
+  waiter* grant_waiters_locked(clock::time_point now);
+  void link_locked(waiter* w);
+  void unlink_locked(waiter* w);
+  // Posts each listed waiter's completion to its executor (outside the lock).
+  static void wake(waiter* list);
+  void enqueue(std::shared_ptr<waiter> w);
+  // A timeout or a cancellation: takes `w` out of the queue unless a grant got there first.
+  void withdraw(const std::shared_ptr<waiter>& w, wait_state why);
+
+  const std::uint64_t max_streams_;
+  const std::uint64_t queue_depth_;
+  const duration queue_timeout_;
+  memory_budget& budget_;
+  now_fn now_;
+
+  // The only global shared state on the request path. mu_ guards the queue links and makes each
+  // grant decision atomic with the queue; the atomics let observers read without the lock.
+  std::mutex mu_;
+  waiter* head_ = nullptr;
+  waiter* tail_ = nullptr;
+  std::atomic<std::uint64_t> in_use_{0};
+  std::atomic<std::uint64_t> queued_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<std::int64_t> mean_hold_ns_;
+  bool hold_seeded_ = false;  // under mu_: the first release replaces the 10s prior outright
+
+  controller_observers observers_;
+  std::atomic<std::uint64_t> admitted_{0};
+  std::array<std::atomic<std::uint64_t>, refusal_kinds> refused_{};
+};
+
+}  // namespace sluice::admission
