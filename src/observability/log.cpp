@@ -2,7 +2,6 @@
 
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -219,14 +218,22 @@ std::string render(bool json, std::chrono::system_clock::time_point t, std::stri
   return out;
 }
 
-// For code that logs through spdlog directly (spdlog::info(...)): the same line shape, no fields.
+constexpr std::string_view structured_logger_name = "sluice";
+
+// Formatting belongs to the sink in spdlog, and both loggers share one sink, so one formatter
+// serves both: lines from the structured logger arrive finished (only the newline is added); lines
+// from code that calls spdlog directly (spdlog::info(...)) get the same shape, without fields.
 class line_formatter final : public spdlog::formatter {
  public:
   explicit line_formatter(bool json) : json_(json) {}
   void format(const spdlog::details::log_msg& m, spdlog::memory_buf_t& dest) override {
-    const std::string line =
-        render(json_, m.time, level_name(m.level), std::string_view(m.payload.data(), m.payload.size()), {});
-    dest.append(line.data(), line.data() + line.size());
+    const std::string_view payload(m.payload.data(), m.payload.size());
+    if (std::string_view(m.logger_name.data(), m.logger_name.size()) == structured_logger_name) {
+      dest.append(payload.data(), payload.data() + payload.size());
+    } else {
+      const std::string line = render(json_, m.time, level_name(m.level), payload, {});
+      dest.append(line.data(), line.data() + line.size());
+    }
     dest.push_back('\n');
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<line_formatter>(json_); }
@@ -235,16 +242,14 @@ class line_formatter final : public spdlog::formatter {
   bool json_;
 };
 
-// The structured logger receives finished lines; its formatter only adds the newline.
 struct log_state {
-  std::shared_ptr<spdlog::logger> logger;
+  std::shared_ptr<spdlog::logger> logger;  // the structured logger: receives finished lines
   bool json = true;
 };
 
-std::shared_ptr<spdlog::logger> make_logger(std::string name, std::shared_ptr<spdlog::sinks::sink> sink,
-                                            spdlog::level::level_enum level, std::unique_ptr<spdlog::formatter> f) {
-  auto l = std::make_shared<spdlog::logger>(std::move(name), std::move(sink));
-  l->set_formatter(std::move(f));
+std::shared_ptr<spdlog::logger> make_logger(std::string_view name, const std::shared_ptr<spdlog::sinks::sink>& sink,
+                                            spdlog::level::level_enum level) {
+  auto l = std::make_shared<spdlog::logger>(std::string(name), sink);
   l->set_level(level);
   // Synchronous on purpose: an async queue would be one more buffer that either grows or drops.
   // One short line per request is a single write(2).
@@ -252,15 +257,17 @@ std::shared_ptr<spdlog::logger> make_logger(std::string name, std::shared_ptr<sp
   return l;
 }
 
-std::unique_ptr<spdlog::formatter> passthrough() {
-  return std::make_unique<spdlog::pattern_formatter>("%v", spdlog::pattern_time_type::utc, "\n");
+std::shared_ptr<spdlog::sinks::sink> prepared(std::shared_ptr<spdlog::sinks::sink> sink, bool json) {
+  sink->set_formatter(std::make_unique<line_formatter>(json));
+  return sink;
 }
 
 const log_state* default_state() {
   // Before init_logging(): JSON at info to stderr, so early start-up errors are still structured.
-  static const log_state s{make_logger("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>(),
-                                       spdlog::level::info, passthrough()),
-                           true};
+  static const log_state s{
+      make_logger(structured_logger_name, prepared(std::make_shared<spdlog::sinks::stderr_sink_mt>(), true),
+                  spdlog::level::info),
+      true};
   return &s;
 }
 
@@ -311,12 +318,13 @@ result<void> init_logging(const log_options& options, std::shared_ptr<spdlog::si
   const auto level = *parse_level(options.level);
   const bool json = options.format == "json";
 
+  prepared(sink, json);
   auto state = std::make_unique<log_state>();
-  state->logger = make_logger("sluice", sink, level, passthrough());
+  state->logger = make_logger(structured_logger_name, sink, level);
   state->json = json;
 
   std::lock_guard lock(init_mutex);
-  spdlog::set_default_logger(make_logger("sluice.plain", sink, level, std::make_unique<line_formatter>(json)));
+  spdlog::set_default_logger(make_logger("sluice.plain", sink, level));
   current_state.store(state.get(), std::memory_order_release);
   all_states.push_back(std::move(state));
   return ok;

@@ -1,0 +1,423 @@
+#include "observability/metrics.hpp"
+
+#include <gtest/gtest.h>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace sluice::obs {
+namespace {
+
+// One parsed sample line of the text format: name{k="v",...} value
+struct sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+std::vector<sample> parse_samples(const std::string& text) {
+  std::vector<sample> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    sample s;
+    std::size_t i = line.find_first_of("{ ");
+    s.name = line.substr(0, i);
+    if (line[i] == '{') {
+      ++i;
+      while (line[i] != '}') {
+        const auto eq = line.find('=', i);
+        std::string key = line.substr(i, eq - i);
+        std::size_t j = eq + 2;  // past ="
+        std::string value;
+        while (line[j] != '"') {
+          if (line[j] == '\\') ++j;
+          value += line[j++];
+        }
+        s.labels[key] = value;
+        i = j + 1;
+        if (line[i] == ',') ++i;
+      }
+      ++i;
+    }
+    s.value = std::stod(line.substr(i + 1));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+const sample* find(const std::vector<sample>& all, const std::string& name,
+                   const std::map<std::string, std::string>& labels) {
+  for (const auto& s : all)
+    if (s.name == name && s.labels == labels) return &s;
+  return nullptr;
+}
+
+template <class E, std::size_t N>
+std::set<std::string> names_of(const std::array<E, N>& all) {
+  std::set<std::string> v;
+  for (E e : all) v.emplace(to_string(e));
+  return v;
+}
+
+// Every metric the gateway promises, with its type.
+const std::map<std::string, std::string> expected_families = {
+    {"sluice_streams_active", "gauge"},
+    {"sluice_stream_active_buffers", "gauge"},
+    {"sluice_stream_buffered_bytes", "gauge"},
+    {"sluice_stream_bytes_total", "counter"},
+    {"sluice_max_streams", "gauge"},
+    {"sluice_queue_depth", "gauge"},
+    {"sluice_queue_wait_seconds", "histogram"},
+    {"sluice_rejections_total", "counter"},
+    {"sluice_memory_budget_bytes", "gauge"},
+    {"sluice_memory_used_bytes", "gauge"},
+    {"sluice_connections_active", "gauge"},
+    {"sluice_requests_total", "counter"},
+    {"sluice_request_duration_seconds", "histogram"},
+    {"sluice_time_to_first_token_seconds", "histogram"},
+    {"sluice_inter_token_seconds", "histogram"},
+    {"sluice_overhead_seconds", "histogram"},
+    {"sluice_tokens_total", "counter"},
+    {"sluice_upstream_requests_total", "counter"},
+    {"process_cpu_seconds_total", "counter"},
+    {"process_open_fds", "gauge"},
+    {"process_max_fds", "gauge"},
+    {"process_virtual_memory_bytes", "gauge"},
+    {"process_resident_memory_bytes", "gauge"},
+    {"process_start_time_seconds", "gauge"},
+};
+
+TEST(metrics_registry, serializes_every_family_with_help_and_type) {
+  metrics_registry reg;
+  const std::string text = reg.serialize();
+  for (const auto& [name, type] : expected_families) {
+    EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
+    EXPECT_NE(text.find("# TYPE " + name + " " + type + "\n"), std::string::npos) << name;
+  }
+  // Nothing else sneaks in: every TYPE line names an expected family.
+  std::istringstream in(text);
+  std::string line;
+  int types = 0;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("# TYPE ")) continue;
+    ++types;
+    const std::string name = line.substr(7, line.find(' ', 7) - 7);
+    EXPECT_TRUE(expected_families.contains(name)) << "unexpected family " << name;
+  }
+  EXPECT_EQ(types, static_cast<int>(expected_families.size()));
+  EXPECT_EQ(metrics_registry::content_type, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
+  metrics_registry reg({"openai", "local-vllm"});
+  auto& g = reg.gateway();
+  // Touch a few series so the test also covers values written at run time.
+  g.requests_total(route::responses, outcome::timeout).Increment();
+  g.upstream_requests_total(1, 418).Increment();
+  g.upstream_requests_total(0, 0).Increment();
+  g.overhead_seconds(stage::connect).observe(0.0004);
+
+  std::set<std::string> statuses;
+  for (int code : {200, 400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 201, 418, 599, 0, 302})
+    statuses.emplace(upstream_status_label(code));
+  const std::map<std::string, std::set<std::string>> allowed = {
+      {"route", names_of(all_routes)},
+      {"outcome", names_of(all_outcomes)},
+      {"reason", names_of(all_reject_reasons)},
+      {"stage", names_of(all_stages)},
+      {"upstream", {"openai", "local-vllm"}},
+      {"status", statuses},
+  };
+  const std::map<std::string, std::set<std::string>> direction_values = {
+      {"sluice_tokens_total", names_of(all_directions)},
+      {"sluice_stream_bytes_total", names_of(all_byte_directions)},
+  };
+
+  std::map<std::string, std::set<std::string>> label_keys_by_family;
+  const auto samples = parse_samples(reg.serialize());
+  ASSERT_FALSE(samples.empty());
+  for (const auto& s : samples) {
+    for (const auto& [k, v] : s.labels) {
+      if (k == "le") continue;  // histogram bucket bounds, fixed per family
+      if (k == "direction") {
+        ASSERT_TRUE(direction_values.contains(s.name)) << s.name;
+        EXPECT_TRUE(direction_values.at(s.name).contains(v)) << s.name << " direction=" << v;
+        continue;
+      }
+      ASSERT_TRUE(allowed.contains(k)) << "unexpected label " << k << " on " << s.name;
+      EXPECT_TRUE(allowed.at(k).contains(v)) << s.name << " " << k << "=" << v;
+    }
+  }
+  // Every combination exists from the start (rate() needs the zero), and no more than that.
+  std::size_t requests = 0, upstream = 0, overhead_buckets_seen = 0;
+  for (const auto& s : samples) {
+    if (s.name == "sluice_requests_total") ++requests;
+    if (s.name == "sluice_upstream_requests_total") ++upstream;
+    if (s.name == "sluice_overhead_seconds_bucket") ++overhead_buckets_seen;
+  }
+  EXPECT_EQ(requests, all_routes.size() * all_outcomes.size());
+  EXPECT_EQ(upstream, 2 * upstream_status_slots);
+  EXPECT_EQ(overhead_buckets_seen, all_stages.size() * (overhead_buckets.size() + 1));
+}
+
+TEST(metrics_registry, updates_show_up_in_the_exposition) {
+  metrics_registry reg({"a", "b"});
+  auto& g = reg.gateway();
+  g.requests_total(route::chat_completions, outcome::ok).Increment(3);
+  g.rejections_total(reject_reason::queue_full).Increment();
+  g.upstream_requests_total(1, 503).Increment(2);
+  g.upstream_requests_total(1, 0).Increment();
+  g.upstream_requests_total(0, 207).Increment();
+  g.tokens_total(direction::completion).Increment(120);
+  g.stream_bytes_total(byte_direction::downstream).Increment(4096);
+  g.max_streams().Set(256);
+  g.memory_budget_bytes().Set(512.0 * 1024 * 1024);
+  g.time_to_first_token_seconds().observe(0.3);
+  g.request_duration_seconds(route::completions).observe(1.7);
+
+  const auto s = parse_samples(reg.serialize());
+  auto value = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
+    const sample* p = find(s, name, labels);
+    EXPECT_NE(p, nullptr) << name;
+    return p != nullptr ? p->value : -1.0;
+  };
+  EXPECT_EQ(value("sluice_requests_total", {{"route", "chat_completions"}, {"outcome", "ok"}}), 3);
+  EXPECT_EQ(value("sluice_requests_total", {{"route", "chat_completions"}, {"outcome", "rejected"}}), 0);
+  EXPECT_EQ(value("sluice_rejections_total", {{"reason", "queue_full"}}), 1);
+  EXPECT_EQ(value("sluice_upstream_requests_total", {{"upstream", "b"}, {"status", "503"}}), 2);
+  EXPECT_EQ(value("sluice_upstream_requests_total", {{"upstream", "b"}, {"status", "error"}}), 1);
+  EXPECT_EQ(value("sluice_upstream_requests_total", {{"upstream", "a"}, {"status", "2xx"}}), 1);
+  EXPECT_EQ(value("sluice_upstream_requests_total", {{"upstream", "a"}, {"status", "503"}}), 0);
+  EXPECT_EQ(value("sluice_tokens_total", {{"direction", "completion"}}), 120);
+  EXPECT_EQ(value("sluice_stream_bytes_total", {{"direction", "downstream"}}), 4096);
+  EXPECT_EQ(value("sluice_max_streams", {}), 256);
+  EXPECT_EQ(value("sluice_memory_budget_bytes", {}), 512.0 * 1024 * 1024);
+  EXPECT_EQ(value("sluice_time_to_first_token_seconds_count", {}), 1);
+  EXPECT_EQ(value("sluice_time_to_first_token_seconds_bucket", {{"le", "0.25"}}), 0);
+  EXPECT_EQ(value("sluice_time_to_first_token_seconds_bucket", {{"le", "0.5"}}), 1);
+  EXPECT_EQ(value("sluice_time_to_first_token_seconds_bucket", {{"le", "+Inf"}}), 1);
+  EXPECT_EQ(value("sluice_request_duration_seconds_sum", {{"route", "completions"}}), 1.7);
+  EXPECT_EQ(value("sluice_request_duration_seconds_count", {{"route", "models"}}), 0);
+}
+
+TEST(upstream_status, exact_codes_classes_and_transport_errors) {
+  for (int code : exact_upstream_statuses) EXPECT_EQ(upstream_status_label(code), std::to_string(code));
+  EXPECT_EQ(upstream_status_label(0), "error");
+  EXPECT_EQ(upstream_status_label(201), "2xx");
+  EXPECT_EQ(upstream_status_label(299), "2xx");
+  EXPECT_EQ(upstream_status_label(418), "4xx");
+  EXPECT_EQ(upstream_status_label(599), "5xx");
+  EXPECT_EQ(upstream_status_label(501), "5xx");
+  EXPECT_EQ(upstream_status_label(101), "other");
+  EXPECT_EQ(upstream_status_label(302), "other");
+  EXPECT_EQ(upstream_status_label(600), "other");
+  EXPECT_EQ(upstream_status_label(-1), "other");
+  EXPECT_EQ(upstream_status_label(99999), "other");
+  // Distinct slots map to distinct labels.
+  std::set<std::string_view> labels;
+  for (int code = -5; code < 1000; ++code) labels.insert(upstream_status_label(code));
+  EXPECT_EQ(labels.size(), upstream_status_slots);
+}
+
+TEST(gateway_metrics, rejects_bad_upstream_lists_and_indices) {
+  EXPECT_THROW(gateway_metrics({"a", "a"}), std::invalid_argument);
+  EXPECT_THROW(gateway_metrics({"a", ""}), std::invalid_argument);
+  gateway_metrics none(std::vector<std::string>{});
+  EXPECT_EQ(none.upstream_names(), std::vector<std::string>{"default"});
+  EXPECT_NO_THROW(none.upstream_requests_total(0, 200).Increment());
+  EXPECT_THROW(none.upstream_requests_total(1, 200), std::out_of_range);
+}
+
+TEST(gateway_metrics, enum_names_are_the_label_values) {
+  EXPECT_EQ(to_string(route::chat_completions), "chat_completions");
+  EXPECT_EQ(to_string(route::other), "other");
+  EXPECT_EQ(to_string(outcome::upstream_error), "upstream_error");
+  EXPECT_EQ(to_string(reject_reason::max_connections), "max_connections");
+  EXPECT_EQ(to_string(reject_reason::header_timeout), "header_timeout");
+  EXPECT_EQ(to_string(stage::ratelimit), "ratelimit");
+  EXPECT_EQ(to_string(direction::prompt), "prompt");
+  EXPECT_EQ(to_string(byte_direction::upstream), "upstream");
+  // All distinct within each enum.
+  EXPECT_EQ(names_of(all_routes).size(), all_routes.size());
+  EXPECT_EQ(names_of(all_outcomes).size(), all_outcomes.size());
+  EXPECT_EQ(names_of(all_reject_reasons).size(), all_reject_reasons.size());
+  EXPECT_EQ(names_of(all_stages).size(), all_stages.size());
+}
+
+TEST(gateway_metrics, hot_path_updates_from_many_threads_are_exact) {
+  metrics_registry reg;
+  auto& g = reg.gateway();
+  constexpr int threads = 4, per_thread = 20000;
+  std::atomic<bool> stop{false};
+  // A scraper runs alongside, as in production.
+  std::thread scraper([&] {
+    while (!stop.load()) (void)reg.serialize();
+  });
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&g] {
+      for (int i = 0; i < per_thread; ++i) {
+        g.requests_total(route::chat_completions, outcome::ok).Increment();
+        g.inter_token_seconds().observe(0.02);
+        g.streams_active().Increment();
+        g.streams_active().Decrement();
+      }
+    });
+  for (auto& th : pool) th.join();
+  stop = true;
+  scraper.join();
+  EXPECT_EQ(g.requests_total(route::chat_completions, outcome::ok).Value(), threads * per_thread);
+  EXPECT_EQ(g.inter_token_seconds().count(), static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_EQ(g.streams_active().Value(), 0.0);
+}
+
+// A component's own metrics struct, as a later feature would write it.
+struct cache_metrics final : prometheus::Collectable {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Counter& hits =
+      prometheus::BuildCounter().Name("sluice_schema_cache_hits_total").Help("hits").Register(*registry).Add({});
+  std::vector<prometheus::MetricFamily> Collect() const override { return registry->Collect(); }
+};
+
+TEST(metrics_registry, added_collectables_are_held_weakly) {
+  metrics_registry reg;
+  auto cache = std::make_shared<cache_metrics>();
+  cache->hits.Increment(7);
+  reg.add_collectable(cache);
+  auto s = parse_samples(reg.serialize());
+  const sample* p = find(s, "sluice_schema_cache_hits_total", {});
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->value, 7);
+  cache.reset();  // the component is gone: its metrics leave, nothing dangles
+  s = parse_samples(reg.serialize());
+  EXPECT_EQ(find(s, "sluice_schema_cache_hits_total", {}), nullptr);
+}
+
+struct impostor final : prometheus::Collectable {
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::MetricFamily f;
+    f.name = "sluice_queue_depth";
+    f.help = "impostor";
+    f.type = prometheus::MetricType::Gauge;
+    prometheus::ClientMetric m;
+    m.gauge.value = 999;
+    f.metric.push_back(m);
+    return {f};
+  }
+};
+
+TEST(metrics_registry, a_reused_family_name_is_dropped_not_duplicated) {
+  metrics_registry reg;
+  auto bad = std::make_shared<impostor>();
+  reg.add_collectable(bad);
+  reg.gateway().queue_depth().Set(3);
+  const std::string text = reg.serialize();
+  EXPECT_EQ(text.find("impostor"), std::string::npos);
+  const auto s = parse_samples(text);
+  int n = 0;
+  for (const auto& x : s)
+    if (x.name == "sluice_queue_depth") {
+      ++n;
+      EXPECT_EQ(x.value, 3);
+    }
+  EXPECT_EQ(n, 1);
+}
+
+TEST(metrics_registry, callback_metrics_are_read_at_scrape_time) {
+  metrics_registry reg;
+  std::atomic<double> entries{5};
+  ASSERT_TRUE(reg.add_callback_gauge("sluice_schema_cache_entries", "entries", [&] { return entries.load(); }));
+  ASSERT_TRUE(reg.add_callback_counter("sluice_schema_cache_evictions_total", "evictions", [] { return 2.0; }));
+  entries = 9;
+  const auto s = parse_samples(reg.serialize());
+  const sample* p = find(s, "sluice_schema_cache_entries", {});
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->value, 9);
+  p = find(s, "sluice_schema_cache_evictions_total", {});
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->value, 2);
+  EXPECT_NE(reg.serialize().find("# TYPE sluice_schema_cache_evictions_total counter"), std::string::npos);
+}
+
+TEST(metrics_registry, callback_metric_names_are_checked) {
+  metrics_registry reg;
+  auto one = [] { return 1.0; };
+  EXPECT_FALSE(reg.add_callback_gauge("bad name", "h", one));
+  EXPECT_FALSE(reg.add_callback_gauge("sluice_queue_depth", "taken by the gateway", one));
+  EXPECT_FALSE(reg.add_callback_gauge("process_open_fds", "taken by the process collector", one));
+  EXPECT_FALSE(reg.add_callback_counter("sluice_things", "counters end in _total", one));
+  EXPECT_FALSE(reg.add_callback_gauge("sluice_things_total", "gauges do not", one));
+  EXPECT_FALSE(reg.add_callback_gauge("sluice_no_reader", "h", {}));
+  ASSERT_TRUE(reg.add_callback_gauge("sluice_things", "h", one));
+  const auto dup = reg.add_callback_gauge("sluice_things", "h", one);
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.err().message.find("sluice_things"), std::string::npos);
+}
+
+TEST(metrics_registry, passes_promtool_check_metrics) {
+  const char* promtool = "/usr/bin/promtool";
+  if (::access(promtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
+  metrics_registry reg({"openai", "vllm"});
+  auto& g = reg.gateway();
+  g.requests_total(route::chat_completions, outcome::ok).Increment();
+  g.queue_wait_seconds().observe(0.01);
+  g.overhead_seconds(stage::parse).observe(0.00002);
+  ASSERT_TRUE(reg.add_callback_gauge("sluice_schema_cache_entries", "Schemas held in the cache.", [] { return 4.0; }));
+
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto base = dir / ("sluice_metrics_" + std::to_string(::getpid()));
+  const auto in = base.string() + ".prom", out = base.string() + ".out";
+  { std::ofstream(in) << reg.serialize(); }
+  const std::string cmd = std::string(promtool) + " check metrics < " + in + " > " + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream report(out);
+  const std::string problems{std::istreambuf_iterator<char>(report), std::istreambuf_iterator<char>()};
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << problems;
+  EXPECT_EQ(problems, "") << problems;
+}
+
+// A planted lint problem must make the same check fail, or the test above proves nothing.
+TEST(metrics_registry, promtool_check_catches_a_bad_exposition) {
+  const char* promtool = "/usr/bin/promtool";
+  if (::access(promtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
+  metrics_registry reg;
+  // Through a collectable: a counter without _total, which callback registration would refuse.
+  struct bad_counter final : prometheus::Collectable {
+    std::vector<prometheus::MetricFamily> Collect() const override {
+      prometheus::MetricFamily f;
+      f.name = "sluice_bad_counter";
+      f.help = "no suffix";
+      f.type = prometheus::MetricType::Counter;
+      f.metric.emplace_back();
+      return {f};
+    }
+  };
+  auto bad = std::make_shared<bad_counter>();
+  reg.add_collectable(bad);
+  const auto in = (std::filesystem::temp_directory_path() / ("sluice_bad_" + std::to_string(::getpid()) + ".prom")).string();
+  { std::ofstream(in) << reg.serialize(); }
+  const int rc = std::system((std::string(promtool) + " check metrics < " + in + " > /dev/null 2>&1").c_str());
+  std::filesystem::remove(in);
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_NE(WEXITSTATUS(rc), 0);
+}
+
+}  // namespace
+}  // namespace sluice::obs
