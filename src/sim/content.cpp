@@ -1,0 +1,239 @@
+#include "sim/content.hpp"
+
+#include <boost/json.hpp>
+
+#include <array>
+#include <cstdio>
+
+#include "sse/parser.hpp"
+
+namespace sluice::sim {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::array<std::string_view, 32> words{
+    "the",   "river", "gate",  "flows",  "under", "quiet", "stone", "light", "water", "moves", "past",
+    "a",     "mill",  "and",   "every",  "drop",  "finds", "its",   "way",   "down",  "into",  "wide",
+    "calm",  "sea",   "while", "bright", "banks", "hold",  "steady", "lines", "of",   "reeds"};
+
+constexpr std::string_view alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+void append_uint(std::string& out, std::uint64_t v) {
+  char buf[24];
+  int n = std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
+void append_json_string(std::string& out, std::string_view s) { out += json::serialize(json::string_view(s.data(), s.size())); }
+
+std::uint64_t splitmix(std::uint64_t& state) noexcept {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+generator::generator(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size)
+    : kind_(req.kind),
+      include_usage_(req.include_usage),
+      cut_(req.max_tokens && *req.max_tokens < tokens),
+      count_(cut_ ? *req.max_tokens : tokens),
+      token_size_(token_size),
+      prompt_tokens_(req.prompt_tokens),
+      state_(req.hash) {
+  // Ids and `created` come from the request hash, never a counter or the clock, so that repeated
+  // identical requests are byte-identical.
+  std::uint64_t idstate = req.hash ^ 0x1d1d1d1dull;
+  id_ = kind_ == api::chat ? "chatcmpl-" : "cmpl-";
+  for (int i = 0; i < 24; ++i) id_.push_back(alphabet[splitmix(idstate) % alphabet.size()]);
+  created_ = 1'700'000'000 + splitmix(idstate) % 50'000'000;
+
+  head_ = "{\"id\":\"" + id_ + "\",\"object\":\"";
+  head_ += kind_ == api::chat ? "chat.completion.chunk" : "text_completion";
+  head_ += "\",\"created\":";
+  append_uint(head_, created_);
+  head_ += ",\"model\":";
+  append_json_string(head_, req.model);
+  head_ += kind_ == api::chat ? ",\"system_fingerprint\":\"fp_sim\"," : ",";
+}
+
+std::uint64_t generator::next() noexcept { return splitmix(state_); }
+
+void generator::append_token_text(std::string& out) {
+  std::uint64_t left = token_size_;
+  while (left > 0) {
+    auto w = words[next() % words.size()];
+    std::uint64_t take = std::min<std::uint64_t>(left, w.size());
+    out.append(w.substr(0, take));
+    left -= take;
+    if (left > 0) {
+      out.push_back(' ');
+      --left;
+    }
+  }
+}
+
+void generator::append_chunk_open(std::string& j) const {
+  j.assign(head_);
+  j += "\"choices\":[{\"index\":0,";
+}
+
+void generator::append_chunk_close(std::string& j, std::string_view finish) const {
+  j += ",\"logprobs\":null,\"finish_reason\":";
+  if (finish.empty()) {
+    j += "null";
+  } else {
+    j += '"';
+    j += finish;
+    j += '"';
+  }
+  j += "}]";
+  if (include_usage_) j += ",\"usage\":null";  // OpenAI sends usage:null on every chunk but the last
+  j += '}';
+}
+
+void generator::append_role_chunk(std::string& out) {
+  append_chunk_open(json_);
+  json_ += "\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}";
+  append_chunk_close(json_, {});
+  sse::append_event(out, json_);
+}
+
+void generator::append_token_chunk(std::string& out) {
+  append_chunk_open(json_);
+  json_ += kind_ == api::chat ? "\"delta\":{\"content\":\"" : "\"text\":\"";
+  append_token_text(json_);
+  json_ += kind_ == api::chat ? "\"}" : "\"";
+  append_chunk_close(json_, {});
+  sse::append_event(out, json_);
+}
+
+void generator::append_finish_chunk(std::string& out) {
+  append_chunk_open(json_);
+  json_ += kind_ == api::chat ? "\"delta\":{}" : "\"text\":\"\"";
+  append_chunk_close(json_, finish_reason());
+  sse::append_event(out, json_);
+}
+
+void generator::append_usage_object(std::string& j) const {
+  j += "\"usage\":{\"prompt_tokens\":";
+  append_uint(j, prompt_tokens_);
+  j += ",\"completion_tokens\":";
+  append_uint(j, count_);
+  j += ",\"total_tokens\":";
+  append_uint(j, prompt_tokens_ + count_);
+  j += '}';
+}
+
+void generator::append_usage_chunk(std::string& out) {
+  json_.assign(head_);
+  json_ += "\"choices\":[],";
+  append_usage_object(json_);
+  json_ += '}';
+  sse::append_event(out, json_);
+}
+
+void generator::append_malformed_event(std::string& out) {
+  // Truncated JSON: what a broken upstream or a cut proxy buffer looks like to a gateway.
+  json_.assign(head_);
+  json_ += "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"sim-malformed";
+  sse::append_event(out, json_);
+}
+
+void generator::append_done(std::string& out) { sse::append_event(out, "[DONE]"); }
+
+std::string generator::body() {
+  std::string text;
+  text.reserve(count_ * token_size_);
+  for (std::uint64_t i = 0; i < count_; ++i) append_token_text(text);
+  std::string j = "{\"id\":\"" + id_ + "\",\"object\":\"";
+  j += kind_ == api::chat ? "chat.completion" : "text_completion";
+  j += "\",\"created\":";
+  append_uint(j, created_);
+  j += head_.substr(head_.find(",\"model\":"));
+  if (kind_ == api::chat) {
+    j += "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"";
+    j += text;
+    j += "\",\"refusal\":null}";
+  } else {
+    j += "\"choices\":[{\"text\":\"";
+    j += text;
+    j += "\",\"index\":0";
+  }
+  j += ",\"logprobs\":null,\"finish_reason\":\"";
+  j += finish_reason();
+  j += "\"}],";
+  append_usage_object(j);
+  j += '}';
+  return j;
+}
+
+std::string render_stream(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size) {
+  generator g(req, tokens, token_size);
+  std::string out;
+  if (g.has_role_chunk()) g.append_role_chunk(out);
+  for (std::uint64_t i = 0; i < g.completion_tokens(); ++i) g.append_token_chunk(out);
+  g.append_finish_chunk(out);
+  if (req.include_usage) g.append_usage_chunk(out);
+  generator::append_done(out);
+  return out;
+}
+
+std::string error_body(std::string_view message, std::string_view type, std::string_view param, std::string_view code) {
+  json::object e;
+  e["message"] = message;
+  e["type"] = type;
+  e["param"] = param.empty() ? json::value(nullptr) : json::value(param);
+  e["code"] = code.empty() ? json::value(nullptr) : json::value(code);
+  json::object root;
+  root["error"] = std::move(e);
+  return json::serialize(root);
+}
+
+std::string_view error_type_for_status(int status) {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 429: return "rate_limit_exceeded";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+std::string models_body(const std::vector<std::string>& models) {
+  json::array data;
+  for (const auto& m : models)
+    data.push_back(json::object{{"id", m}, {"object", "model"}, {"created", 1700000000}, {"owned_by", "sluice-sim"}});
+  return json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string openai_reset_format(duration d) {
+  using namespace std::chrono;
+  auto ns = d.count() < 0 ? 0 : d.count();
+  char buf[64];
+  auto trim = [](std::string s) {  // "1.500" -> "1.5", "2.000" -> "2"
+    if (s.find('.') == std::string::npos) return s;
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  if (ns == 0) return "0s";
+  if (ns < 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+    return trim(buf) + "ms";
+  }
+  auto total_ms = ns / 1'000'000;
+  auto h = total_ms / 3'600'000;
+  auto m = (total_ms / 60'000) % 60;
+  auto s_ms = total_ms % 60'000;
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(s_ms) / 1e3);
+  std::string out;
+  if (h > 0) out += std::to_string(h) + "h";
+  if (h > 0 || m > 0) out += std::to_string(m) + "m";
+  return out + trim(buf) + "s";
+}
+
+}  // namespace sluice::sim

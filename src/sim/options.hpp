@@ -1,0 +1,42 @@
+// sim::options: every knob of the upstream simulator, with defaults. Filled once on the main thread
+// (from YAML and flags through config::option_table), then copied into the server and read-only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/option_table.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace sluice::sim {
+
+struct options {
+  std::string listen = "127.0.0.1:8081";  // port 0 picks a free port
+  std::uint64_t threads = 1;              // worker threads, each with its own io_context and listener
+  std::uint64_t tokens = 16;              // tokens per response (max_tokens may cut it)
+  duration ttft{0};                       // time to first token
+  duration token_delay{0};                // between tokens
+  std::uint64_t token_size = 4;           // bytes of text per token
+  std::uint64_t seed = 1;                 // content and fault PRNG seed
+  std::vector<std::string> models{"sim-1"};
+  double fault_5xx_rate = 0;              // share of completion requests answered 500
+  double fault_429_rate = 0;              // share answered 429 with rate-limit headers
+  duration retry_after = std::chrono::seconds(1);
+  std::optional<std::uint64_t> stall_after;      // stop sending after K tokens, keep the connection
+  std::optional<std::uint64_t> reset_after;      // TCP reset after K tokens
+  std::optional<std::uint64_t> malformed_after;  // a non-JSON SSE event after K tokens
+  duration header_delay{0};               // before the response headers
+  std::uint64_t max_body_bytes = 8ull * 1024 * 1024;
+  std::uint64_t max_header_bytes = 16 * 1024;
+
+  // Registers every field by name. The table keeps references: `*this` must outlive it.
+  void register_options(config::option_table& table);
+  // Ranges the parsers cannot see (rates within 0..1, non-zero sizes).
+  result<void> validate() const;
+};
+
+}  // namespace sluice::sim

@@ -1,0 +1,184 @@
+#include "sim/request.hpp"
+
+#include <boost/json.hpp>
+
+#include <charconv>
+
+namespace sluice::sim {
+namespace {
+
+namespace json = boost::json;
+
+error bad(std::string msg, std::string param = {}) { return error::make(errc::bad_request, std::move(msg), std::move(param)); }
+
+result<std::uint64_t> header_count(std::string_view name, std::string_view v) {
+  std::uint64_t x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || ec != std::errc{} || p != v.data() + v.size())
+    return bad(std::string(name) + ": expected a whole number, got '" + std::string(v) + "'");
+  return x;
+}
+
+result<duration> header_duration(std::string_view name, std::string_view v) {
+  auto d = parse_duration(v);
+  if (!d) return bad(std::string(name) + ": " + d.err().message);
+  return *d;
+}
+
+// FNV-1a: cheap, stable across platforms and runs, which is all content identity needs.
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t text_bytes(const json::value& v) {
+  if (v.is_string()) return v.get_string().size();
+  std::uint64_t n = 0;
+  if (v.is_array()) {
+    for (const auto& part : v.get_array()) {
+      if (part.is_string()) n += part.get_string().size();
+      else if (part.is_object())
+        if (auto* t = part.get_object().if_contains("text"); t && t->is_string()) n += t->get_string().size();
+    }
+  }
+  return n;
+}
+
+result<std::optional<std::uint64_t>> positive_int(const json::object& o, std::string_view key) {
+  auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return std::optional<std::uint64_t>{};
+  if (v->is_uint64() && v->get_uint64() > 0) return std::optional<std::uint64_t>{v->get_uint64()};
+  if (v->is_int64() && v->get_int64() > 0) return std::optional<std::uint64_t>{static_cast<std::uint64_t>(v->get_int64())};
+  return bad(std::string(key) + " must be a positive integer", std::string(key));
+}
+
+}  // namespace
+
+result<request_settings> resolve_settings(const options& opts, const header_overrides& h) {
+  request_settings s;
+  s.tokens = opts.tokens;
+  s.token_size = opts.token_size;
+  s.ttft = opts.ttft;
+  s.token_delay = opts.token_delay;
+  s.header_delay = opts.header_delay;
+  s.retry_after = opts.retry_after;
+  s.stall_after = opts.stall_after;
+  s.reset_after = opts.reset_after;
+  s.malformed_after = opts.malformed_after;
+
+  struct count_field { std::string_view name, value; std::uint64_t* target; };
+  for (auto [name, value, target] : {count_field{"x-sim-tokens", h.tokens, &s.tokens},
+                                     count_field{"x-sim-token-size", h.token_size, &s.token_size}}) {
+    if (value.empty()) continue;
+    auto r = header_count(name, value);
+    if (!r) return std::move(r).err();
+    *target = *r;
+  }
+  if (s.token_size == 0 || s.token_size > 1024 * 1024) return bad("x-sim-token-size: expected 1..1048576");
+  if (s.tokens > 10'000'000) return bad("x-sim-tokens: at most 10000000");
+
+  struct duration_field { std::string_view name, value; duration* target; };
+  for (auto [name, value, target] : {duration_field{"x-sim-ttft", h.ttft, &s.ttft},
+                                     duration_field{"x-sim-token-delay", h.token_delay, &s.token_delay},
+                                     duration_field{"x-sim-header-delay", h.header_delay, &s.header_delay},
+                                     duration_field{"x-sim-retry-after", h.retry_after, &s.retry_after}}) {
+    if (value.empty()) continue;
+    auto r = header_duration(name, value);
+    if (!r) return std::move(r).err();
+    *target = *r;
+  }
+
+  std::uint64_t after = 0;
+  if (!h.fault_after.empty()) {
+    auto r = header_count("x-sim-fault-after", h.fault_after);
+    if (!r) return std::move(r).err();
+    after = *r;
+  }
+  if (!h.fault.empty()) {
+    // A pinned fault replaces every configured one, so one simulator can serve many test cases.
+    s.faults_pinned = true;
+    s.stall_after.reset();
+    s.reset_after.reset();
+    s.malformed_after.reset();
+    if (h.fault == "5xx") s.fault = status_fault::http_5xx;
+    else if (h.fault == "429") s.fault = status_fault::http_429;
+    else if (h.fault == "stall") s.stall_after = after;
+    else if (h.fault == "reset") s.reset_after = after;
+    else if (h.fault == "malformed") s.malformed_after = after;
+    else if (h.fault != "none")
+      return bad("x-sim-fault: expected one of 5xx, 429, stall, reset, malformed, none; got '" + std::string(h.fault) + "'");
+  }
+  if (!h.status.empty()) {
+    auto r = header_count("x-sim-status", h.status);
+    if (!r || *r < 200 || *r > 599) return bad("x-sim-status: expected an HTTP status 200..599");
+    s.faults_pinned = true;
+    s.fault = status_fault::forced;
+    s.status = static_cast<int>(*r);
+  }
+  return s;
+}
+
+status_fault pick_status_fault(const request_settings& s, const options& opts, double u) {
+  if (s.faults_pinned || s.fault != status_fault::none) return s.fault;
+  if (u < opts.fault_5xx_rate) return status_fault::http_5xx;
+  if (u < opts.fault_5xx_rate + opts.fault_429_rate) return status_fault::http_429;
+  return status_fault::none;
+}
+
+result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed) {
+  boost::system::error_code ec;
+  json::value doc = json::parse(body, ec);
+  if (ec) return bad("We could not parse the JSON body of your request: " + ec.message());
+  if (!doc.is_object()) return bad("The request body must be a JSON object.");
+  const auto& o = doc.get_object();
+
+  completion_request r;
+  r.kind = kind;
+  auto* model = o.if_contains("model");
+  if (!model || !model->is_string()) return bad("you must provide a model parameter", "model");
+  r.model = model->get_string();
+
+  if (auto* s = o.if_contains("stream"); s && !s->is_null()) {
+    if (!s->is_bool()) return bad("stream must be a boolean", "stream");
+    r.stream = s->get_bool();
+  }
+  if (auto* so = o.if_contains("stream_options"); so && so->is_object())
+    if (auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool()) r.include_usage = iu->get_bool();
+
+  for (std::string_view key : {"max_tokens", "max_completion_tokens"}) {
+    auto m = positive_int(o, key);
+    if (!m) return std::move(m).err();
+    if (*m && (!r.max_tokens || **m < *r.max_tokens)) r.max_tokens = *m;
+  }
+
+  std::uint64_t bytes = 0, overhead = 0;
+  if (kind == api::chat) {
+    auto* msgs = o.if_contains("messages");
+    if (!msgs || !msgs->is_array() || msgs->get_array().empty())
+      return bad("messages must be a non-empty array", "messages");
+    for (const auto& m : msgs->get_array()) {
+      if (!m.is_object()) return bad("each message must be an object", "messages");
+      if (auto* c = m.get_object().if_contains("content")) bytes += text_bytes(*c);
+      overhead += 4;  // role and framing, roughly as OpenAI counts them
+    }
+  } else {
+    auto* prompt = o.if_contains("prompt");
+    if (!prompt || !(prompt->is_string() || prompt->is_array())) return bad("prompt must be a string or an array", "prompt");
+    bytes = text_bytes(*prompt);
+  }
+  r.prompt_tokens = std::max<std::uint64_t>(1, (bytes + 3) / 4 + overhead);
+  r.hash = mix(fnv1a(body, mix(seed ^ (kind == api::chat ? 0x63686174ull : 0x636d706cull))));
+  return r;
+}
+
+}  // namespace sluice::sim

@@ -1,0 +1,60 @@
+// What one simulated request asks for: the completion request parsed from its JSON body, and the
+// per-request settings (server options overridden by x-sim-* headers). Pure functions, no I/O;
+// values are plain and owned by the session that serves the request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "sim/options.hpp"
+
+namespace sluice::sim {
+
+enum class api { chat, completion };  // POST /v1/chat/completions, POST /v1/completions
+
+// Faults decided before the response headers (an error status instead of a completion).
+enum class status_fault { none, http_5xx, http_429, forced };
+
+// The raw x-sim-* header values of one request (empty = not given). Views into the request.
+struct header_overrides {
+  std::string_view tokens, ttft, token_delay, token_size, header_delay, retry_after;
+  std::string_view fault, fault_after, status;
+};
+
+struct request_settings {
+  std::uint64_t tokens = 0;
+  std::uint64_t token_size = 0;
+  duration ttft{0}, token_delay{0}, header_delay{0}, retry_after{0};
+  // Mid-stream faults, each after K completion tokens; unset means never.
+  std::optional<std::uint64_t> stall_after, reset_after, malformed_after;
+  // Set by x-sim-fault=5xx|429 or x-sim-status; `none` leaves the choice to the configured rates.
+  status_fault fault = status_fault::none;
+  bool faults_pinned = false;  // x-sim-fault was given: the random rates do not apply
+  int status = 0;              // for status_fault::forced
+};
+
+// Server options overridden by the request's headers; a bad header value is a 400 naming it.
+result<request_settings> resolve_settings(const options& opts, const header_overrides& h);
+
+// Applies the configured fault rates with a uniform sample u in [0,1), unless the request pinned
+// its faults by header.
+status_fault pick_status_fault(const request_settings& s, const options& opts, double u);
+
+struct completion_request {
+  api kind = api::chat;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;                // stream_options.include_usage
+  std::optional<std::uint64_t> max_tokens;   // the smaller of max_tokens / max_completion_tokens
+  std::uint64_t prompt_tokens = 0;           // estimated from the prompt text, ~4 bytes a token
+  std::uint64_t hash = 0;                    // of (seed, kind, body): drives ids, `created` and text
+};
+
+// Parses and checks a completion request body (400-class errors with OpenAI's `param`).
+result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed);
+
+}  // namespace sluice::sim

@@ -1,0 +1,264 @@
+// Serving one completion request: status faults, delays, the SSE stream or the whole body, and the
+// mid-stream faults. The response runs beside a read on the socket (watch_peer) so a client that
+// leaves is noticed at once, even while the simulator is only waiting.
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/content.hpp"
+#include "sim/worker.hpp"
+
+namespace sluice::sim {
+namespace {
+
+// Stream bytes are written once this many are pending, so per-stream memory stays small even for
+// long responses without delays.
+constexpr std::size_t flush_bytes = 16 * 1024;
+// Bytes a peer may send (a pipelined next request) while its response is running.
+constexpr std::size_t max_early_bytes = 64 * 1024;
+
+// Everything one response needs, in the serve_completion frame; respond() and watch_peer() borrow it.
+struct exchange {
+  connection& c;
+  const request_settings& s;
+  const completion_request& req;
+  bool keep_alive;
+  status_fault fault;
+  net::steady_timer timer;
+  std::string pending;  // framed bytes not yet written (head, HTTP chunks)
+  std::string event;    // one SSE event, reused
+  bool stream_open = false;  // a stream that neither completed nor ended by a fault
+  response_end end = response_end::peer_gone;
+};
+
+struct active_stream {
+  explicit active_stream(counters& c) : n(c) { counters::inc(n.active_streams); }
+  ~active_stream() { counters::dec(n.active_streams); }
+  active_stream(const active_stream&) = delete;
+  active_stream& operator=(const active_stream&) = delete;
+  counters& n;
+};
+
+// Waits d; false when cancelled (the peer left or the server stops). Zero never suspends.
+task<bool> pause(exchange& x, duration d) {
+  if (d <= duration::zero()) co_return true;
+  x.timer.expires_after(d);
+  error_code ec;
+  co_await x.timer.async_wait(ec_out(ec));
+  co_return !ec;
+}
+
+// Waits until cancelled: the stall fault.
+task<void> stall(exchange& x) {
+  x.timer.expires_at(net::steady_timer::time_point::max());
+  error_code ec;
+  co_await x.timer.async_wait(ec_out(ec));
+}
+
+void reset_connection(exchange& x) {
+  error_code ec;
+  x.c.socket.set_option(net::socket_base::linger(true, 0), ec);  // close() now sends RST
+  x.c.socket.close(ec);
+  x.end = response_end::close;
+}
+
+void frame_event(exchange& x) {
+  char head[24];
+  int n = std::snprintf(head, sizeof head, "%zx\r\n", x.event.size());
+  x.pending.append(head, static_cast<std::size_t>(n));
+  x.pending += x.event;
+  x.pending += "\r\n";
+  x.event.clear();
+}
+
+task<bool> flush(exchange& x) {
+  if (x.pending.empty()) co_return true;
+  error_code ec;
+  co_await net::async_write(x.c.socket, net::buffer(x.pending), ec_out(ec));
+  x.pending.clear();  // keeps the capacity: one small buffer per stream, reused
+  co_return !ec;
+}
+
+task<void> respond_status(exchange& x) {
+  auto& w = x.c.owner;
+  counters::inc(w.count.faults_injected);
+  http::response<http::string_body> res;
+  unsigned status = x.fault == status_fault::forced ? static_cast<unsigned>(x.s.status)
+                    : x.fault == status_fault::http_429 ? 429u
+                                                        : 500u;
+  if (status == 429) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(x.s.retry_after).count();
+    auto reset = openai_reset_format(x.s.retry_after);
+    res = make_error(429, x.keep_alive,
+                     "Rate limit reached for requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in " +
+                         reset + ".",
+                     "requests", {}, "rate_limit_exceeded");
+    res.set(http::field::retry_after, std::to_string((ms + 999) / 1000));
+    res.set("retry-after-ms", std::to_string(ms));
+    res.set("x-ratelimit-limit-requests", "500");
+    res.set("x-ratelimit-remaining-requests", "0");
+    res.set("x-ratelimit-reset-requests", reset);
+    res.set("x-ratelimit-limit-tokens", "200000");
+    res.set("x-ratelimit-remaining-tokens", "0");
+    res.set("x-ratelimit-reset-tokens", reset);
+  } else if (status >= 500) {
+    res = make_error(status, x.keep_alive, "The server had an error while processing your request. Sorry about that!",
+                     "server_error");
+  } else {
+    res = make_error(status, x.keep_alive, "Simulated error status " + std::to_string(status),
+                     error_type_for_status(static_cast<int>(status)));
+  }
+  x.end = co_await write_simple(x.c, res);
+}
+
+task<void> respond_whole(exchange& x) {
+  generator gen(x.req, x.s.tokens, x.s.token_size);
+  const auto n = gen.completion_tokens();
+  // A whole response arrives when its last token would have: header delay, ttft, then the gaps.
+  duration wait = x.s.header_delay + x.s.ttft + (n > 1 ? x.s.token_delay * static_cast<std::int64_t>(n - 1) : duration::zero());
+  if (!co_await pause(x, wait)) co_return;
+  auto fires = [n](const std::optional<std::uint64_t>& k) { return k && *k <= n; };
+  auto& w = x.c.owner;
+  if (fires(x.s.stall_after) || fires(x.s.reset_after) || fires(x.s.malformed_after))
+    counters::inc(w.count.faults_injected);
+  if (fires(x.s.reset_after)) co_return reset_connection(x);
+  if (fires(x.s.stall_after)) co_return co_await stall(x);
+  http::response<http::string_body> res{http::status::ok, 11};
+  res.set(http::field::content_type, "application/json");
+  res.set("x-request-id", "req_" + gen.id().substr(gen.id().find('-') + 1));
+  res.keep_alive(x.keep_alive);
+  res.body() = gen.body();
+  if (fires(x.s.malformed_after)) res.body().resize(res.body().size() / 2);  // cut JSON
+  x.end = co_await write_simple(x.c, res);
+}
+
+task<void> respond_stream(exchange& x) {
+  auto& w = x.c.owner;
+  generator gen(x.req, x.s.tokens, x.s.token_size);
+  if (!co_await pause(x, x.s.header_delay)) co_return;
+
+  x.pending = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
+  x.pending += "x-request-id: req_" + gen.id().substr(gen.id().find('-') + 1) + "\r\n";
+  x.pending += x.keep_alive ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+  w.count.count_status(200);
+  // Headers go out before the first token, as a real upstream sends them.
+  if (!co_await flush(x)) co_return;
+  if (!co_await pause(x, x.s.ttft)) co_return;
+
+  if (gen.has_role_chunk()) {
+    gen.append_role_chunk(x.event);
+    frame_event(x);
+  }
+  const auto n = gen.completion_tokens();
+  for (std::uint64_t i = 0;; ++i) {
+    // Faults fire after i tokens, so K == n hits just before the finish chunk.
+    if (x.s.malformed_after == i) {
+      counters::inc(w.count.faults_injected);
+      gen.append_malformed_event(x.event);
+      frame_event(x);
+    }
+    if (x.s.reset_after == i || x.s.stall_after == i) {
+      counters::inc(w.count.faults_injected);
+      if (!co_await flush(x)) co_return;
+      if (x.s.reset_after == i) {
+        x.stream_open = false;
+        co_return reset_connection(x);
+      }
+      co_return co_await stall(x);
+    }
+    if (i == n) break;
+    if (i > 0 && x.s.token_delay > duration::zero()) {
+      if (!co_await flush(x)) co_return;
+      if (!co_await pause(x, x.s.token_delay)) co_return;
+    }
+    gen.append_token_chunk(x.event);
+    frame_event(x);
+    if (x.pending.size() >= flush_bytes && !co_await flush(x)) co_return;
+  }
+  gen.append_finish_chunk(x.event);
+  frame_event(x);
+  if (x.req.include_usage) {
+    gen.append_usage_chunk(x.event);
+    frame_event(x);
+  }
+  generator::append_done(x.event);
+  frame_event(x);
+  x.pending += "0\r\n\r\n";
+  // Counted before the last write so a client that has read [DONE] always sees it in the stats.
+  counters::inc(w.count.streams_completed);
+  x.stream_open = false;
+  x.end = co_await flush(x) ? (x.keep_alive ? response_end::done : response_end::close) : response_end::peer_gone;
+}
+
+task<void> respond(exchange& x) {
+  if (x.fault != status_fault::none) {
+    if (co_await pause(x, x.s.header_delay)) co_await respond_status(x);
+  } else if (x.req.stream) {
+    co_await respond_stream(x);
+  } else {
+    co_await respond_whole(x);
+  }
+}
+
+// Reads while the response runs: EOF or an error means the peer is gone. Bytes that arrive (a
+// pipelined request) are kept for the next read of the session.
+task<void> watch_peer(connection& c) {
+  std::array<char, 256> scratch;
+  for (;;) {
+    error_code ec;
+    std::size_t n = co_await c.socket.async_read_some(net::buffer(scratch), ec_out(ec));
+    if (n > 0) {
+      if (c.buffer.size() + n > max_early_bytes) co_return;  // a peer flooding us mid-response
+      net::buffer_copy(c.buffer.prepare(n), net::buffer(scratch, n));
+      c.buffer.commit(n);
+    }
+    if (ec || (co_await net::this_coro::cancellation_state).cancelled() != net::cancellation_type::none) co_return;
+  }
+}
+
+std::string_view header(const http::request<http::string_body>& req, std::string_view name) {
+  auto it = req.find(name);
+  return it == req.end() ? std::string_view{} : std::string_view(it->value());
+}
+
+}  // namespace
+
+task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req) {
+  auto& w = c.owner;
+  const bool keep = req.keep_alive();
+  header_overrides h{header(req, "x-sim-tokens"),       header(req, "x-sim-ttft"),
+                     header(req, "x-sim-token-delay"),  header(req, "x-sim-token-size"),
+                     header(req, "x-sim-header-delay"), header(req, "x-sim-retry-after"),
+                     header(req, "x-sim-fault"),        header(req, "x-sim-fault-after"),
+                     header(req, "x-sim-status")};
+  auto settings = resolve_settings(w.opts, h);
+  if (!settings) {
+    auto res = make_error(400, keep, settings.err().message, "invalid_request_error");
+    co_return co_await write_simple(c, res);
+  }
+  auto creq = parse_completion(kind, req.body(), w.opts.seed);
+  if (!creq) {
+    auto res = make_error(400, keep, creq.err().message, "invalid_request_error", creq.err().param);
+    co_return co_await write_simple(c, res);
+  }
+
+  exchange x{c, *settings, *creq, keep, pick_status_fault(*settings, w.opts, w.next_uniform()),
+             net::steady_timer(w.ctx), {}, {}, false, response_end::peer_gone};
+  std::optional<active_stream> gauge;
+  if (x.fault == status_fault::none && creq->stream) {
+    counters::inc(w.count.streams_started);
+    gauge.emplace(w.count);
+    x.stream_open = true;
+  }
+  using namespace net::experimental::awaitable_operators;
+  auto first = co_await (respond(x) || watch_peer(c));
+  if (first.index() == 1) x.end = response_end::peer_gone;  // the watcher won: the response was cut
+  if (x.stream_open && x.end == response_end::peer_gone) counters::inc(w.count.streams_aborted);
+  co_return x.end;
+}
+
+}  // namespace sluice::sim

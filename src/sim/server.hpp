@@ -1,0 +1,53 @@
+// sim::server: the OpenAI-compatible upstream simulator, in-process. It owns its worker threads (one
+// io_context and one SO_REUSEPORT listener each); start/stop/~server are for one owning thread (never
+// a worker thread), snapshot()/port() may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/error.hpp"
+#include "runtime/asio.hpp"
+#include "sim/options.hpp"
+
+namespace sluice::sim {
+
+// Counters summed over the worker threads. A stream is a completion request with "stream": true
+// that got past the status faults: started = completed + aborted + active + ended by a reset fault.
+struct stats {
+  std::uint64_t requests = 0;
+  std::uint64_t streams_started = 0;
+  std::uint64_t streams_completed = 0;  // [DONE] written
+  std::uint64_t streams_aborted = 0;    // the client closed first (during delays, stalls or writes)
+  std::uint64_t active_streams = 0;
+  std::uint64_t active_connections = 0;
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t responses_2xx = 0;      // by the status of the response head sent
+  std::uint64_t responses_4xx = 0;      // 429s included
+  std::uint64_t responses_5xx = 0;
+  std::uint64_t responses_429 = 0;
+  std::uint64_t requests_with_auth = 0; // requests carrying an Authorization header (never logged)
+  std::uint64_t faults_injected = 0;    // 5xx/429/forced statuses, stalls, resets, malformed events
+};
+
+class server {
+ public:
+  explicit server(options opts);
+  ~server();  // stops
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Validates the options, binds (port 0 picks a free port), starts the worker threads.
+  result<tcp::endpoint> start();
+  // Closes the listeners and every connection, then joins the threads. Idempotent.
+  void stop();
+  stats snapshot() const;
+  std::uint16_t port() const;
+
+  struct state;  // shared with the worker threads; defined in sim/worker.hpp
+
+ private:
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace sluice::sim

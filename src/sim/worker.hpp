@@ -1,0 +1,97 @@
+// Internals of sim::server shared by server.cpp, session.cpp and respond.cpp. A worker is one thread's
+// io_context, listener, connections and counters; everything but the counters (atomics, read by
+// snapshot() from any thread) is touched only on that worker's thread.
+#pragma once
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/intrusive/list.hpp>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "runtime/worker_pool.hpp"
+#include "sim/request.hpp"
+#include "sim/server.hpp"
+
+namespace sluice::sim {
+
+namespace http = boost::beast::http;
+
+// One worker's counters: written by its thread only, so relaxed atomics never contend; aligned so
+// neighbouring workers do not share a cache line.
+struct alignas(64) counters {
+  using counter = std::atomic<std::uint64_t>;
+  counter requests{0}, streams_started{0}, streams_completed{0}, streams_aborted{0}, active_streams{0},
+      active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
+      responses_429{0}, requests_with_auth{0}, faults_injected{0};
+
+  static void inc(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
+  static void dec(counter& c) noexcept { c.fetch_sub(1, std::memory_order_relaxed); }
+  void count_status(unsigned status) noexcept;
+};
+
+using list_hook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+struct worker;
+
+// One accepted connection. Lives in its session coroutine's frame and unlinks itself from the
+// worker's list when that frame ends, so stop() can reach every open socket.
+struct connection : list_hook {
+  connection(tcp::socket s, worker& w);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  tcp::socket socket;
+  boost::beast::flat_buffer buffer;  // request bytes, including any the peer watcher read early
+  worker& owner;
+};
+
+struct worker {
+  worker(net::io_context& c, std::size_t i, const options& o, const server::state& s, counters& n);
+
+  net::io_context& ctx;
+  std::size_t index;
+  const options& opts;
+  const server::state& shared;
+  counters& count;  // owned by server::state so the figures outlive stop()
+  tcp::acceptor acceptor;
+  boost::intrusive::list<connection, boost::intrusive::constant_time_size<false>> connections;
+  std::uint64_t fault_rng;   // per-thread PRNG state for the fault rates
+  bool stopping = false;
+
+  double next_uniform() noexcept;  // in [0, 1)
+  void close_all();                 // on this worker's thread: listener and every connection
+};
+
+struct server::state {
+  explicit state(options o) : opts(std::move(o)) {}
+  options opts;
+  std::unique_ptr<runtime::worker_pool> pool;
+  std::vector<std::unique_ptr<worker>> workers;
+  std::vector<std::unique_ptr<counters>> counts;  // one per worker
+  tcp::endpoint bound;
+  bool running = false;
+  stats snapshot() const;
+};
+
+// The coroutines spawned per listener and per connection (by value: they own their arguments).
+task<void> accept_loop(worker* w);
+task<void> run_session(tcp::socket socket, worker* w);
+
+// How one response ended, as far as the connection is concerned.
+enum class response_end { done, close, peer_gone };
+
+// Serves POST /v1/chat/completions and /v1/completions (respond.cpp).
+task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req);
+// Writes a whole response with Content-Length (session.cpp).
+task<response_end> write_simple(connection& c, http::response<http::string_body>& res);
+// An OpenAI-shaped error response.
+http::response<http::string_body> make_error(unsigned status, bool keep_alive, std::string_view message,
+                                             std::string_view type, std::string_view param = {},
+                                             std::string_view code = {});
+
+}  // namespace sluice::sim
