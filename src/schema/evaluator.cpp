@@ -1,0 +1,682 @@
+// The evaluation engine. Evaluations ("this subschema against this value") live in one stack
+// (evals_), grouped by the value they judge (frames_). Applicators that judge the same value
+// (allOf, anyOf, $ref, ...) add sibling evaluations in the same frame; applicators that judge a
+// member or item add evaluations in the next frame. A finished evaluation reports to its parent,
+// whose role-specific rule (must pass, any of, one of, not, if/then/else, contains) decides at once
+// whenever it can, so failures surface at the first token that makes them certain.
+#include "schema/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "schema/compile_support.hpp"
+#include "schema/formats.hpp"
+
+namespace sluice::schema::detail {
+namespace {
+
+constexpr std::uint32_t npos32 = std::numeric_limits<std::uint32_t>::max();
+
+std::uint8_t type_bits(json_kind k) {
+  switch (k) {
+    case json_kind::null: return t_null;
+    case json_kind::boolean: return t_boolean;
+    case json_kind::number: return t_number | t_integer;
+    case json_kind::string: return t_string;
+    case json_kind::array: return t_array;
+    case json_kind::object: return t_object;
+  }
+  return 0;
+}
+
+const key_entry* lookup(const program& p, const node& n, std::string_view k) {
+  const key_entry* b = p.keys.data() + n.keys.begin;
+  const key_entry* e = b + n.keys.size;
+  const key_entry* it = std::lower_bound(b, e, k, [](const key_entry& x, std::string_view v) { return x.name < v; });
+  return it != e && it->name == k ? it : nullptr;
+}
+
+double as_double(const number_value& v) {
+  switch (v.r) {
+    case number_value::rep::i64: return static_cast<double>(v.i);
+    case number_value::rep::u64: return static_cast<double>(v.u);
+    case number_value::rep::f64: return v.d;
+  }
+  return 0;
+}
+
+bool is_integral(const number_value& v) {
+  return v.r != number_value::rep::f64 || (std::isfinite(v.d) && std::trunc(v.d) == v.d);
+}
+
+bool multiple_of(const number_value& v, double m) {
+  // Exact for integers divided by integers; otherwise the quotient must be integral up to the
+  // rounding error of one division.
+  if (v.r != number_value::rep::f64 && std::trunc(m) == m && m < 9.0e18) {
+    auto mi = static_cast<std::uint64_t>(m);
+    if (v.r == number_value::rep::u64) return v.u % mi == 0;
+    std::uint64_t mag = v.i < 0 ? 0 - static_cast<std::uint64_t>(v.i) : static_cast<std::uint64_t>(v.i);
+    return mag % mi == 0;
+  }
+  double q = as_double(v) / m;
+  if (!std::isfinite(q)) return false;
+  double tol = std::max(1e-9, std::fabs(q) * 4 * std::numeric_limits<double>::epsilon());
+  return std::fabs(q - std::round(q)) <= tol;
+}
+
+value_hash hash_number(const number_value& v) {
+  switch (v.r) {
+    case number_value::rep::i64: return hash_int64(v.i);
+    case number_value::rep::u64: return hash_uint64(v.u);
+    case number_value::rep::f64: return hash_double(v.d);
+  }
+  return {};
+}
+
+std::string_view kind_name(json_kind k) {
+  switch (k) {
+    case json_kind::null: return "null";
+    case json_kind::boolean: return "boolean";
+    case json_kind::number: return "number";
+    case json_kind::string: return "string";
+    case json_kind::array: return "array";
+    case json_kind::object: return "object";
+  }
+  return "value";
+}
+
+std::string types_text(std::uint8_t t) {
+  std::string s;
+  auto add = [&](std::string_view n) { s += s.empty() ? "" : " or "; s += n; };
+  if (t & t_null) add("null");
+  if (t & t_boolean) add("boolean");
+  if (t & t_number) add("number");
+  else if (t & t_integer) add("integer");
+  if (t & t_string) add("string");
+  if (t & t_array) add("array");
+  if (t & t_object) add("object");
+  return s.empty() ? "nothing" : s;
+}
+
+std::string num(double d) {
+  std::string s = std::to_string(d);
+  if (std::trunc(d) == d && std::fabs(d) < 1e15) s = std::to_string(static_cast<long long>(d));
+  return s;
+}
+
+}  // namespace
+
+void evaluator::reset(const program& p, const validate_limits& lim) {
+  p_ = &p;
+  lim_ = lim;
+  depth_ = 0;
+  evals_.clear();
+  bits_.clear();
+  stopped_ = complete_ = false;
+  error_ = {};
+  if (push_frame()) spawn(0, npos32, role::root);
+}
+
+bool evaluator::push_frame() {
+  if (depth_ >= lim_.max_depth) {
+    limit("the document nests deeper than " + std::to_string(lim_.max_depth) + " levels");
+    return false;
+  }
+  if (frames_.size() <= depth_) frames_.emplace_back();
+  frame& f = frames_[depth_++];
+  f.evals_begin = static_cast<std::uint32_t>(evals_.size());
+  f.bits_begin = static_cast<std::uint32_t>(bits_.size());
+  f.begun = f.is_name = f.in_object = false;
+  f.items = f.code_points = 0;
+  f.need_hash = f.need_content = f.count_chars = f.check_max_length = f.track_unique = false;
+  f.content.clear();
+  f.sh = {};
+  f.ah = {};
+  f.oh = {};
+  if (!f.seen.empty()) f.seen.clear();
+  return true;
+}
+
+std::uint32_t evaluator::spawn(std::uint32_t ni, std::uint32_t parent, role r) {
+  if (evals_.size() >= lim_.max_active_evaluations) {
+    limit("more than " + std::to_string(lim_.max_active_evaluations) + " subschema evaluations at once");
+    return npos32;
+  }
+  auto idx = static_cast<std::uint32_t>(evals_.size());
+  eval& e = evals_.emplace_back();
+  const node& n = p_->nodes[ni];
+  e.n = &n;
+  e.node_idx = ni;
+  e.parent = parent;
+  e.r = r;
+  e.depth = depth_ - 1;
+  if (n.flags & f_inplace) {
+    auto each = [&](span32 s, role rr) {
+      for (std::uint32_t i = 0; i < s.size && !stopped_; ++i) spawn(p_->indices[s.begin + i], idx, rr);
+    };
+    if (n.ref != no_node) spawn(n.ref, idx, role::must);
+    each(n.all_of, role::must);
+    each(n.any_of, role::any_of);
+    each(n.one_of, role::one_of);
+    if (n.not_ != no_node) spawn(n.not_, idx, role::not_);
+    if (n.if_ != no_node) {
+      spawn(n.if_, idx, role::if_);
+      if (n.then_ != no_node) spawn(n.then_, idx, role::then_);
+      if (n.else_ != no_node) spawn(n.else_, idx, role::else_);
+    }
+  }
+  return idx;
+}
+
+// First token of the value in frame d: type checks and what the rest of the value must collect.
+void evaluator::start_checks(std::uint32_t d) {
+  frame& f = frames_[d];
+  if (d > 0 && !f.is_name) f.need_hash = frames_[d - 1].need_hash || frames_[d - 1].track_unique;
+  const std::uint8_t tb = type_bits(f.kind);
+  const auto end = static_cast<std::uint32_t>(evals_.size());
+  for (std::uint32_t i = f.evals_begin; i < end && !stopped_; ++i) {
+    eval& e = evals_[i];
+    if (e.state != tri::unknown) continue;
+    const node& n = *e.n;
+    if (n.flags & f_false) {
+      fail(i, keyword::false_schema);
+      continue;
+    }
+    if (!(n.types & tb)) {
+      fail(i, keyword::type);
+      continue;
+    }
+    if (n.flags & f_enum) f.need_hash = true;
+    switch (f.kind) {
+      case json_kind::string:
+        if (n.flags & f_string) {
+          f.count_chars = true;
+          if (n.flags & f_needs_content) f.need_content = true;
+          if (n.flags & f_max_length) f.check_max_length = true;
+        }
+        break;
+      case json_kind::array:
+        if (n.flags & f_unique) f.track_unique = true;
+        break;
+      case json_kind::object:
+        if (n.tracked_names.size) {
+          e.bits = static_cast<std::uint32_t>(bits_.size());
+          bits_.resize(bits_.size() + (n.tracked_names.size + 63) / 64, 0);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+bool evaluator::begin_value(json_kind k) {
+  if (stopped_) return false;
+  if (depth_ == 0) {
+    fail_external(validation_error::kind::malformed_json, "more than one JSON value");
+    return false;
+  }
+  std::uint32_t d = depth_ - 1;
+  if (frames_[d].begun) {
+    if (frames_[d].kind != json_kind::array) {
+      fail_external(validation_error::kind::malformed_json, "an object member without a key");
+      return false;
+    }
+    open_item(d);
+    if (stopped_) return false;
+    d = depth_ - 1;
+  }
+  frame& f = frames_[d];
+  f.begun = true;
+  f.kind = k;
+  start_checks(d);
+  return !stopped_;
+}
+
+void evaluator::open_item(std::uint32_t d) {
+  const std::uint32_t index = frames_[d].items++;
+  const auto end = static_cast<std::uint32_t>(evals_.size());
+  if (!push_frame()) return;
+  frame& f = frames_[depth_ - 1];
+  f.in_object = false;
+  f.index = index;
+  for (std::uint32_t i = frames_[d].evals_begin; i < end && !stopped_; ++i) {
+    if (evals_[i].state != tri::unknown) continue;
+    const node& n = *evals_[i].n;
+    if (!(n.flags & f_array)) continue;
+    if (index >= n.max_items) {
+      fail(i, keyword::max_items, index, depth_ - 1);
+      continue;
+    }
+    std::uint32_t child = index < n.prefix_items.size ? p_->indices[n.prefix_items.begin + index] : n.items;
+    if (child != no_node) {
+      if (p_->nodes[child].flags & f_false) {
+        fail(i, keyword::items, index, depth_ - 1);
+        continue;
+      }
+      spawn(child, i, role::must);
+    }
+    if (n.contains != no_node) spawn(n.contains, i, role::contains);
+  }
+}
+
+void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
+  const auto end = static_cast<std::uint32_t>(evals_.size());
+  bool any = false;
+  for (std::uint32_t i = frames_[d].evals_begin; i < end && !any; ++i)
+    any = evals_[i].state == tri::unknown && evals_[i].n->property_names != no_node;
+  if (!any || !push_frame()) return;
+  frame& f = frames_[depth_ - 1];
+  f.is_name = f.in_object = true;
+  f.key.assign(k);
+  for (std::uint32_t i = frames_[d].evals_begin; i < end && !stopped_; ++i)
+    if (evals_[i].state == tri::unknown && evals_[i].n->property_names != no_node)
+      spawn(evals_[i].n->property_names, i, role::prop_name);
+  if (stopped_) return;
+  // The key is judged as a string value of its own.
+  if (begin_value(json_kind::string) && string_part(k)) string_end();
+}
+
+void evaluator::open_member(std::uint32_t d, std::string_view k) {
+  const std::uint32_t count = ++frames_[d].items;
+  const auto end = static_cast<std::uint32_t>(evals_.size());
+  if (!push_frame()) return;
+  const std::uint32_t md = depth_ - 1;
+  frame& f = frames_[md];
+  f.in_object = true;
+  f.key.assign(k);
+  for (std::uint32_t i = frames_[d].evals_begin; i < end && !stopped_; ++i) {
+    if (evals_[i].state != tri::unknown) continue;
+    const node& n = *evals_[i].n;
+    if (!(n.flags & f_object)) continue;
+    if (count > n.max_properties) {
+      fail(i, keyword::max_properties, count, d);
+      continue;
+    }
+    bool matched = false;
+    if (n.keys.size) {
+      if (const key_entry* ke = lookup(*p_, n, k)) {
+        if (ke->tracked != no_node) bits_[evals_[i].bits + ke->tracked / 64] |= std::uint64_t{1} << (ke->tracked % 64);
+        if (ke->prop != no_node) {
+          spawn(ke->prop, i, role::must);
+          matched = true;
+        }
+      }
+    }
+    for (std::uint32_t j = 0; j < n.pattern_props.size && !stopped_; ++j) {
+      const pattern_entry& pe = p_->patterns[n.pattern_props.begin + j];
+      if (re2::RE2::PartialMatch(re2::StringPiece(k.data(), k.size()), *p_->regexes[pe.regex])) {
+        spawn(pe.node, i, role::must);
+        matched = true;
+      }
+    }
+    if (!matched && n.additional != no_node) {
+      if (p_->nodes[n.additional].flags & f_false) fail(i, keyword::additional_properties, 0, md);
+      else spawn(n.additional, i, role::must);
+    }
+  }
+}
+
+bool evaluator::key(std::string_view k) {
+  if (stopped_) return false;
+  if (depth_ == 0 || !frames_[depth_ - 1].begun || frames_[depth_ - 1].kind != json_kind::object) {
+    fail_external(validation_error::kind::malformed_json, "a member name outside an object");
+    return false;
+  }
+  if (k.size() > lim_.max_string_bytes) {
+    limit("a member name is longer than " + std::to_string(lim_.max_string_bytes) + " bytes");
+    return false;
+  }
+  const std::uint32_t d = depth_ - 1;
+  check_property_name(d, k);
+  if (!stopped_) open_member(d, k);
+  return !stopped_;
+}
+
+bool evaluator::null_value() { return begin_value(json_kind::null) && end_value(); }
+
+bool evaluator::bool_value(bool b) {
+  if (!begin_value(json_kind::boolean)) return false;
+  frames_[depth_ - 1].boolean = b;
+  return end_value();
+}
+
+bool evaluator::number_begin() { return begin_value(json_kind::number); }
+
+bool evaluator::number_end(number_value v) {
+  if (stopped_) return false;
+  frames_[depth_ - 1].num = v;
+  return end_value();
+}
+
+bool evaluator::string_begin() { return begin_value(json_kind::string); }
+
+bool evaluator::string_part(std::string_view s) {
+  if (stopped_) return false;
+  frame& f = frames_[depth_ - 1];
+  if (f.count_chars)
+    for (char c : s) f.code_points += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  if (f.need_content) {
+    if (f.content.size() + s.size() > lim_.max_string_bytes) {
+      limit("a string checked by pattern/format is longer than " + std::to_string(lim_.max_string_bytes) + " bytes");
+      return false;
+    }
+    f.content.append(s);
+  }
+  if (f.need_hash) f.sh.update(s);
+  if (f.check_max_length) {
+    const auto end = static_cast<std::uint32_t>(evals_.size());
+    for (std::uint32_t i = f.evals_begin; i < end && !stopped_; ++i)
+      if (evals_[i].state == tri::unknown && f.code_points > evals_[i].n->max_length) fail(i, keyword::max_length);
+  }
+  return !stopped_;
+}
+
+bool evaluator::string_end() { return !stopped_ && end_value(); }
+
+bool evaluator::end_container() {
+  if (stopped_) return false;
+  if (depth_ == 0) {
+    fail_external(validation_error::kind::malformed_json, "unbalanced container end");
+    return false;
+  }
+  return end_value();
+}
+
+// The value in the top frame is complete: final checks (innermost evaluations first, so every
+// in-place child has reported before its parent decides), then report to the container.
+bool evaluator::end_value() {
+  const std::uint32_t d = depth_ - 1;
+  frame& f = frames_[d];
+  if (f.need_hash) {
+    switch (f.kind) {
+      case json_kind::null: f.hash = hash_null(); break;
+      case json_kind::boolean: f.hash = hash_bool(f.boolean); break;
+      case json_kind::number: f.hash = hash_number(f.num); break;
+      case json_kind::string: f.hash = f.sh.finish(); break;
+      case json_kind::array: f.hash = f.ah.finish(); break;
+      case json_kind::object: f.hash = f.oh.finish(); break;
+    }
+  }
+  for (auto i = static_cast<std::uint32_t>(evals_.size()); i-- > f.evals_begin;) {
+    if (evals_[i].state != tri::unknown) continue;
+    end_checks(i, f);
+    if (!stopped_ && evals_[i].state == tri::unknown) pass(i);
+    if (stopped_) return false;
+  }
+  evals_.resize(f.evals_begin);
+  bits_.resize(f.bits_begin);
+  --depth_;
+  if (d == 0) {
+    complete_ = true;
+    return true;
+  }
+  if (!f.is_name) finish_child(d);
+  return !stopped_;
+}
+
+void evaluator::finish_child(std::uint32_t d) {
+  frame& p = frames_[d - 1];
+  const frame& c = frames_[d];
+  if (p.kind == json_kind::object) {
+    if (p.need_hash) p.oh.add(hash_string(c.key), c.hash);
+    return;
+  }
+  if (p.need_hash) p.ah.add(c.hash);
+  if (!p.track_unique) return;
+  if (p.seen.size() >= lim_.max_unique_items) {
+    limit("more than " + std::to_string(lim_.max_unique_items) + " items to compare for uniqueItems");
+    return;
+  }
+  if (p.seen.insert(c.hash).second) return;
+  const auto end = static_cast<std::uint32_t>(evals_.size());
+  for (std::uint32_t i = p.evals_begin; i < end && !stopped_; ++i)
+    if (evals_[i].state == tri::unknown && (evals_[i].n->flags & f_unique)) fail(i, keyword::unique_items, c.index, d);
+}
+
+void evaluator::end_checks(std::uint32_t ei, const frame& f) {
+  const eval& e = evals_[ei];
+  const node& n = *e.n;
+  switch (f.kind) {
+    case json_kind::number:
+      if (n.flags & (f_numeric | f_integer_only)) {
+        if ((n.flags & f_integer_only) && !is_integral(f.num)) return fail(ei, keyword::type);
+        const double x = as_double(f.num);
+        if (n.has_minimum && x < n.minimum) return fail(ei, keyword::minimum);
+        if (n.has_maximum && x > n.maximum) return fail(ei, keyword::maximum);
+        if (n.has_xminimum && x <= n.xminimum) return fail(ei, keyword::exclusive_minimum);
+        if (n.has_xmaximum && x >= n.xmaximum) return fail(ei, keyword::exclusive_maximum);
+        if (n.has_multiple_of && !multiple_of(f.num, n.multiple_of)) return fail(ei, keyword::multiple_of);
+      }
+      break;
+    case json_kind::string:
+      if (n.flags & f_string) {
+        if (f.code_points < n.min_length) return fail(ei, keyword::min_length);
+        if (f.code_points > n.max_length) return fail(ei, keyword::max_length);
+        if (n.pattern != no_node &&
+            !re2::RE2::PartialMatch(re2::StringPiece(f.content.data(), f.content.size()), *p_->regexes[n.pattern]))
+          return fail(ei, keyword::pattern);
+        if (n.format != format_kind::none && !check_format(n.format, f.content)) return fail(ei, keyword::format);
+      }
+      break;
+    case json_kind::array:
+      if (n.flags & f_array) {
+        if (f.items < n.min_items) return fail(ei, keyword::min_items);
+        if (n.contains != no_node && e.contains < n.min_contains) return fail(ei, keyword::contains, e.contains);
+      }
+      break;
+    case json_kind::object:
+      if (n.flags & f_object) {
+        if (f.items < n.min_properties) return fail(ei, keyword::min_properties);
+        auto seen = [&](std::uint32_t t) { return (bits_[e.bits + t / 64] >> (t % 64)) & 1; };
+        for (std::uint32_t j = 0; j < n.required.size; ++j) {
+          std::uint32_t t = p_->indices[n.required.begin + j];
+          if (!seen(t)) return fail(ei, keyword::required, t);
+        }
+        for (std::uint32_t j = 0; j < n.dependencies.size; ++j) {
+          const dependency& dep = p_->dependencies[n.dependencies.begin + j];
+          if (!seen(dep.trigger)) continue;
+          for (std::uint32_t k = 0; k < dep.needs.size; ++k) {
+            std::uint32_t t = p_->indices[dep.needs.begin + k];
+            if (!seen(t)) return fail(ei, keyword::dependent_required, t);
+          }
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  if (n.flags & f_enum) {
+    if (n.enum_values.size) {
+      const value_hash* b = p_->hashes.data() + n.enum_values.begin;
+      if (!std::binary_search(b, b + n.enum_values.size, f.hash)) return fail(ei, keyword::enum_);
+    }
+    if (n.has_const && f.hash != n.const_hash) return fail(ei, keyword::const_);
+  }
+  if (n.any_of.size && !e.any_pass) return fail(ei, keyword::any_of);
+  if (n.one_of.size && e.one_pass != 1) return fail(ei, keyword::one_of, e.one_pass);
+}
+
+void evaluator::fail(std::uint32_t ei, keyword kw, std::uint32_t detail) {
+  fail_with(ei, failure{kw, evals_[ei].node_idx, evals_[ei].depth, detail});
+}
+
+void evaluator::fail(std::uint32_t ei, keyword kw, std::uint32_t detail, std::uint32_t depth) {
+  fail_with(ei, failure{kw, evals_[ei].node_idx, depth, detail});
+}
+
+void evaluator::fail_with(std::uint32_t ei, const failure& why) {
+  eval& e = evals_[ei];
+  if (e.state != tri::unknown) return;
+  e.state = tri::fail;
+  e.why = why;
+  if (e.r == role::root) {
+    error_.what = validation_error::kind::violation;
+    error_.instance_path = path_to(why.depth);
+    error_.schema_path = schema_path(why);
+    error_.message = describe(why);
+    stopped_ = true;
+    return;
+  }
+  notify(e.parent, e, false);
+}
+
+void evaluator::pass(std::uint32_t ei) {
+  eval& e = evals_[ei];
+  e.state = tri::pass;
+  if (e.r != role::root) notify(e.parent, e, true);
+}
+
+void evaluator::notify(std::uint32_t pi, const eval& child, bool passed) {
+  eval& p = evals_[pi];
+  if (p.state != tri::unknown) return;
+  const node& n = *p.n;
+  switch (child.r) {
+    case role::root:
+    case role::must:
+      if (!passed) fail_with(pi, child.why);
+      break;
+    case role::any_of:
+      if (passed) p.any_pass = true;
+      else if (++p.any_fail == n.any_of.size) fail(pi, keyword::any_of);
+      break;
+    case role::one_of:
+      if (passed) {
+        if (++p.one_pass > 1) fail(pi, keyword::one_of, p.one_pass);
+      } else if (++p.one_fail == n.one_of.size) {
+        fail(pi, keyword::one_of, 0);
+      }
+      break;
+    case role::not_:
+      if (passed) fail(pi, keyword::not_);
+      break;
+    case role::if_:
+    case role::then_:
+    case role::else_:
+      (child.r == role::if_ ? p.if_state : child.r == role::then_ ? p.then_state : p.else_state) =
+          passed ? tri::pass : tri::fail;
+      if (p.if_state == tri::pass && p.then_state == tri::fail) fail(pi, keyword::then_);
+      else if (p.if_state == tri::fail && p.else_state == tri::fail) fail(pi, keyword::else_);
+      break;
+    case role::contains:
+      if (passed && ++p.contains > n.max_contains) fail(pi, keyword::max_contains, p.contains);
+      break;
+    case role::prop_name:
+      if (!passed) fail(pi, keyword::property_names, 0, child.depth);
+      break;
+  }
+}
+
+void evaluator::limit(std::string message) {
+  if (stopped_) return;
+  error_ = {validation_error::kind::limit_exceeded, current_path(), "", std::move(message)};
+  stopped_ = true;
+}
+
+void evaluator::fail_external(validation_error::kind what, std::string message) {
+  if (stopped_) return;
+  error_ = {what, current_path(), "", std::move(message)};
+  stopped_ = true;
+}
+
+std::string evaluator::path_to(std::uint32_t depth) const {
+  std::string s;
+  for (std::uint32_t d = 1; d <= depth && d < frames_.size(); ++d) {
+    s += '/';
+    s += frames_[d].in_object ? escape_token(frames_[d].key) : std::to_string(frames_[d].index);
+  }
+  return s;
+}
+
+std::string evaluator::schema_path(const failure& f) const {
+  const node& n = p_->nodes[f.node];
+  std::string_view kw;
+  switch (f.kw) {
+    case keyword::false_schema: return n.path;
+    case keyword::type: kw = "type"; break;
+    case keyword::enum_: kw = "enum"; break;
+    case keyword::const_: kw = "const"; break;
+    case keyword::minimum: kw = "minimum"; break;
+    case keyword::maximum: kw = "maximum"; break;
+    case keyword::exclusive_minimum: kw = "exclusiveMinimum"; break;
+    case keyword::exclusive_maximum: kw = "exclusiveMaximum"; break;
+    case keyword::multiple_of: kw = "multipleOf"; break;
+    case keyword::min_length: kw = "minLength"; break;
+    case keyword::max_length: kw = "maxLength"; break;
+    case keyword::pattern: kw = "pattern"; break;
+    case keyword::format: kw = "format"; break;
+    case keyword::min_items: kw = "minItems"; break;
+    case keyword::max_items: kw = "maxItems"; break;
+    case keyword::items:
+      if (f.detail < n.prefix_items.size) return n.path + "/prefixItems/" + std::to_string(f.detail);
+      kw = "items";
+      break;
+    case keyword::contains: kw = n.min_contains == 1 ? "contains" : "minContains"; break;
+    case keyword::min_contains: kw = "minContains"; break;
+    case keyword::max_contains: kw = "maxContains"; break;
+    case keyword::unique_items: kw = "uniqueItems"; break;
+    case keyword::additional_properties: kw = "additionalProperties"; break;
+    case keyword::property_names: kw = "propertyNames"; break;
+    case keyword::required: kw = "required"; break;
+    case keyword::min_properties: kw = "minProperties"; break;
+    case keyword::max_properties: kw = "maxProperties"; break;
+    case keyword::dependent_required: kw = "dependentRequired"; break;
+    case keyword::any_of: kw = "anyOf"; break;
+    case keyword::one_of: kw = "oneOf"; break;
+    case keyword::not_: kw = "not"; break;
+    case keyword::then_: kw = "then"; break;
+    case keyword::else_: kw = "else"; break;
+  }
+  return n.path + "/" + std::string(kw);
+}
+
+std::string evaluator::describe(const failure& f) const {
+  const node& n = p_->nodes[f.node];
+  const frame& at = frames_[std::min<std::size_t>(f.depth, frames_.size() - 1)];
+  auto name = [&](std::uint32_t t) { return "\"" + p_->names[n.tracked_names.begin + t] + "\""; };
+  switch (f.kw) {
+    case keyword::false_schema: return "no value is allowed here (schema is false)";
+    case keyword::type: {
+      std::string_view got = at.kind == json_kind::number && !is_integral(at.num) ? "non-integer number" : kind_name(at.kind);
+      return "expected " + types_text(n.types) + ", got " + std::string(got);
+    }
+    case keyword::enum_: return "value is not one of the enum values";
+    case keyword::const_: return "value does not equal the const value";
+    case keyword::minimum: return "number is less than the minimum " + num(n.minimum);
+    case keyword::maximum: return "number is greater than the maximum " + num(n.maximum);
+    case keyword::exclusive_minimum: return "number is not greater than " + num(n.xminimum);
+    case keyword::exclusive_maximum: return "number is not less than " + num(n.xmaximum);
+    case keyword::multiple_of: return "number is not a multiple of " + num(n.multiple_of);
+    case keyword::min_length: return "string is shorter than " + std::to_string(n.min_length) + " characters";
+    case keyword::max_length: return "string is longer than " + std::to_string(n.max_length) + " characters";
+    case keyword::pattern: return "string does not match the pattern " + p_->regexes[n.pattern]->pattern();
+    case keyword::format: return "string is not a valid " + std::string(format_name(n.format));
+    case keyword::min_items: return "array has fewer than " + std::to_string(n.min_items) + " items";
+    case keyword::max_items: return "array has more than " + std::to_string(n.max_items) + " items";
+    case keyword::items: return "array item " + std::to_string(f.detail) + " is not allowed";
+    case keyword::contains:
+    case keyword::min_contains:
+      return "array has " + std::to_string(f.detail) + " items matching contains, fewer than " +
+             std::to_string(n.min_contains);
+    case keyword::max_contains:
+      return "array has more than " + std::to_string(n.max_contains) + " items matching contains";
+    case keyword::unique_items: return "array item " + std::to_string(f.detail) + " repeats an earlier item";
+    case keyword::additional_properties: return "property \"" + at.key + "\" is not allowed";
+    case keyword::property_names: return "property name \"" + at.key + "\" does not match propertyNames";
+    case keyword::required: return "missing required property " + name(f.detail);
+    case keyword::min_properties: return "object has fewer than " + std::to_string(n.min_properties) + " properties";
+    case keyword::max_properties: return "object has more than " + std::to_string(n.max_properties) + " properties";
+    case keyword::dependent_required: return "missing property " + name(f.detail) + " required by dependentRequired";
+    case keyword::any_of: return "value matches none of the anyOf subschemas";
+    case keyword::one_of:
+      return f.detail == 0 ? "value matches none of the oneOf subschemas"
+                           : "value matches more than one oneOf subschema";
+    case keyword::not_: return "value matches the schema in not";
+    case keyword::then_: return "value matches if but not then";
+    case keyword::else_: return "value matches neither if nor else";
+  }
+  return "invalid value";
+}
+
+}  // namespace sluice::schema::detail
