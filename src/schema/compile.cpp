@@ -116,6 +116,7 @@ class compiler {
         for (const auto& e : val.get_array()) hs.push_back(hash_json(e));
         std::sort(hs.begin(), hs.end());
         n.enum_values = append(p_.hashes, hs);
+        n.has_enum = true;
         n.flags |= f_enum;
       } else if (k == "const") {
         n.has_const = true;

@@ -488,7 +488,7 @@ void evaluator::end_checks(std::uint32_t ei, const frame& f) {
       break;
   }
   if (n.flags & f_enum) {
-    if (n.enum_values.size) {
+    if (n.has_enum) {
       const value_hash* b = p_->hashes.data() + n.enum_values.begin;
       if (!std::binary_search(b, b + n.enum_values.size, f.hash)) return fail(ei, keyword::enum_);
     }

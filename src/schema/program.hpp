@@ -110,7 +110,8 @@ struct node {
   std::uint32_t not_ = no_node, if_ = no_node, then_ = no_node, else_ = no_node, ref = no_node;
 
   // enum/const, compared by structural hash (see value_hash.hpp)
-  span32 enum_values;  // into program::hashes, sorted
+  bool has_enum = false;
+  span32 enum_values;  // into program::hashes, sorted (may be empty: nothing is allowed)
   bool has_const = false;
   value_hash const_hash{};
 
