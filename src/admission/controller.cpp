@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cmath>
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -65,7 +64,19 @@ void permit::reset() noexcept {
 // completion. Timer and cancellation hooks hold weak references, so they never keep it alive.
 // Everything except the queue links, `st` and the grant fields runs on `ex` (the caller's executor).
 struct controller::waiter {
-  using handler_type = net::any_completion_handler<void(acquire_result)>;
+  // The awaiting coroutine's completion handler, type-erased. Not net::any_completion_handler:
+  // in Boost 1.81 it installs its own handler in the cancellation slot, where ours must live.
+  struct handler_base {
+    virtual ~handler_base() = default;
+    virtual void complete(acquire_result r) = 0;
+  };
+  template <class Handler>
+  struct handler_impl final : handler_base {
+    explicit handler_impl(Handler&& h) : handler(std::move(h)) {}
+    void complete(acquire_result r) override { std::move(handler)(std::move(r)); }
+    Handler handler;
+  };
+  using handler_type = std::unique_ptr<handler_base>;
 
   waiter(controller& c, std::uint64_t b, const net::any_io_executor& e, handler_type h)
       : owner(&c),
@@ -131,7 +142,7 @@ void controller::waiter::finish() {
   }
   auto h = std::move(handler);
   auto keep_running = std::move(work);  // released after the handler has run
-  std::move(h)(std::move(result));
+  h->complete(std::move(result));
 }
 
 // ---- controller -------------------------------------------------------------------------------
@@ -292,7 +303,8 @@ struct controller::initiate_wait {
   void operator()(Handler&& h) {
     net::any_io_executor ex = net::get_associated_executor(h, fallback);
     auto own = net::get_associated_cancellation_slot(h);
-    auto w = std::make_shared<waiter>(*self, bytes, ex, waiter::handler_type(std::forward<Handler>(h)));
+    using impl = waiter::handler_impl<std::decay_t<Handler>>;
+    auto w = std::make_shared<waiter>(*self, bytes, ex, std::make_unique<impl>(std::forward<Handler>(h)));
     w->own_slot = own;
     w->withdraw_slot = withdraw;
     self->enqueue(std::move(w));

@@ -1,0 +1,223 @@
+// client_keys: file parsing, authentication (constant-time path), per-key concurrency and
+// requests-per-minute limits on a manual clock, rate headers and OpenAI duration formatting.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "admission/client_keys.hpp"
+#include "test_support.hpp"
+
+using namespace sluice;
+using namespace sluice::admission;
+using namespace sluice::admission::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::string_view keys_text =
+    "# key              max_streams rpm  name\n"
+    "sk-alpha-0123456789   2        3    alpha\n"
+    "\n"
+    "sk-beta-xyz\t0\t0   # unlimited, named by line\n"
+    "   sk-gamma 1 60 gamma # trailing comment\n";
+
+client_keys load(const manual_clock& clock) {
+  auto r = client_keys::parse(keys_text, clock.fn());
+  EXPECT_TRUE(r.has_value());
+  return std::move(r).value();
+}
+
+const key_permit& permit_of(const std::variant<key_permit, rate_refusal>& v) { return std::get<key_permit>(v); }
+const rate_refusal& refusal_of(const std::variant<key_permit, rate_refusal>& v) { return std::get<rate_refusal>(v); }
+
+}  // namespace
+
+TEST(OpenAiDuration, Formats) {
+  EXPECT_EQ(format_openai_duration(0s), "0s");
+  EXPECT_EQ(format_openai_duration(-5s), "0s");
+  EXPECT_EQ(format_openai_duration(300us), "1ms");
+  EXPECT_EQ(format_openai_duration(20ms), "20ms");
+  EXPECT_EQ(format_openai_duration(250ms), "250ms");
+  EXPECT_EQ(format_openai_duration(1s), "1s");
+  EXPECT_EQ(format_openai_duration(1500ms), "1.5s");
+  EXPECT_EQ(format_openai_duration(1050ms), "1.05s");
+  EXPECT_EQ(format_openai_duration(59999ms), "59.999s");
+  EXPECT_EQ(format_openai_duration(6min), "6m0s");
+  EXPECT_EQ(format_openai_duration(90s), "1m30s");
+  EXPECT_EQ(format_openai_duration(1h), "1h0m0s");
+  EXPECT_EQ(format_openai_duration(1h + 2min + 3s), "1h2m3s");
+}
+
+TEST(ClientKeys, ParsesTheFileFormat) {
+  manual_clock clock;
+  auto keys = load(clock);
+  EXPECT_TRUE(keys.enabled());
+  EXPECT_EQ(keys.size(), 3u);
+  auto beta = keys.authenticate("sk-beta-xyz");
+  ASSERT_TRUE(beta.has_value());
+  EXPECT_EQ(beta->name(), "key-4");
+  EXPECT_EQ(beta->max_streams(), 0u);
+  auto gamma = keys.authenticate("sk-gamma");
+  ASSERT_TRUE(gamma.has_value());
+  EXPECT_EQ(gamma->name(), "gamma");
+  EXPECT_EQ(gamma->rpm(), 60u);
+}
+
+TEST(ClientKeys, ParseErrorsNameTheLineButNeverTheKey) {
+  auto r = client_keys::parse("sk-good 1 1\nsk-secret-value 1\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("line 2"), std::string::npos);
+  EXPECT_EQ(r.err().message.find("sk-secret-value"), std::string::npos);
+
+  r = client_keys::parse("sk-secret-value x 1\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.err().message.find("sk-secret-value"), std::string::npos);
+
+  r = client_keys::parse("sk-dup 1 1 first\nsk-dup 2 2\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("duplicate"), std::string::npos);
+  EXPECT_EQ(r.err().message.find("sk-dup"), std::string::npos);
+}
+
+TEST(ClientKeys, LoadsFromAFile) {
+  std::random_device rd;
+  auto path = std::filesystem::temp_directory_path() / ("sluice-keys-" + std::to_string(rd()));
+  std::ofstream(path) << keys_text;
+  auto r = client_keys::load_file(path.string());
+  std::filesystem::remove(path);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->size(), 3u);
+  EXPECT_FALSE(client_keys::load_file(path.string()).has_value());
+}
+
+TEST(ClientKeys, MissingOrUnknownKeysAreUnauthorized) {
+  manual_clock clock;
+  auto keys = load(clock);
+  for (std::string_view bad : {"", "sk-alpha", "sk-alpha-01234567890", "sk-alpha-0123456788", "SK-GAMMA",
+                               "a-much-longer-key-than-any-in-the-file-0123456789abcdef"}) {
+    auto r = keys.authenticate(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.err().code, errc::unauthorized);
+    if (!bad.empty()) {
+      EXPECT_EQ(r.err().message.find(bad), std::string::npos);
+    }
+  }
+  auto ok = keys.authenticate("sk-alpha-0123456789");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->name(), "alpha");
+  // No keys configured: nothing authenticates.
+  client_keys none;
+  EXPECT_FALSE(none.enabled());
+  EXPECT_EQ(none.authenticate("sk-alpha-0123456789").err().code, errc::unauthorized);
+}
+
+TEST(ClientKeys, AuthorizationHeader) {
+  manual_clock clock;
+  auto keys = load(clock);
+  EXPECT_TRUE(keys.authenticate_header("Bearer sk-gamma").has_value());
+  EXPECT_TRUE(keys.authenticate_header("bearer   sk-gamma  ").has_value());
+  EXPECT_TRUE(keys.authenticate_header("BEARER\tsk-gamma").has_value());
+  for (std::string_view bad : {"", "Bearer", "Bearer ", "Basic sk-gamma", "sk-gamma", "Bearersk-gamma"}) {
+    auto r = keys.authenticate_header(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.err().code, errc::unauthorized);
+    EXPECT_EQ(r.err().message.find("sk-gamma"), std::string::npos);
+  }
+}
+
+TEST(ClientKeys, PerKeyConcurrencyLimit) {
+  manual_clock clock;
+  auto keys = load(clock);
+  auto alpha = keys.authenticate("sk-alpha-0123456789").value();
+  auto a = keys.try_acquire(alpha);
+  auto b = keys.try_acquire(alpha);
+  ASSERT_TRUE(std::holds_alternative<key_permit>(a));
+  ASSERT_TRUE(std::holds_alternative<key_permit>(b));
+  EXPECT_EQ(alpha.in_use(), 2u);
+  auto c = keys.try_acquire(alpha);
+  ASSERT_TRUE(std::holds_alternative<rate_refusal>(c));
+  EXPECT_EQ(refusal_of(c).which, rate_limit_kind::concurrency);
+  EXPECT_EQ(refusal_of(c).retry_after, 1s);
+  ASSERT_TRUE(refusal_of(c).headers);
+  EXPECT_EQ(refusal_of(c).headers->remaining, 1u);  // the concurrency refusal took no token
+  a = rate_refusal{};  // drops the first permit
+  EXPECT_EQ(alpha.in_use(), 1u);
+  auto d = keys.try_acquire(alpha);
+  ASSERT_TRUE(std::holds_alternative<key_permit>(d));
+  EXPECT_EQ(permit_of(d).headers->remaining, 0u);
+}
+
+TEST(ClientKeys, RequestsPerMinuteWithAManualClock) {
+  manual_clock clock;
+  auto keys = load(clock);
+  auto alpha = keys.authenticate("sk-alpha-0123456789").value();  // rpm 3: one token per 20s
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    auto r = keys.try_acquire(alpha);
+    ASSERT_TRUE(std::holds_alternative<key_permit>(r)) << i;
+    auto& h = *permit_of(r).headers;
+    EXPECT_EQ(h.limit, 3u);
+    EXPECT_EQ(h.remaining, 2 - i);
+    EXPECT_EQ(h.reset, format_openai_duration(20s * static_cast<int>(i + 1)));
+    // Each permit is dropped at the end of the iteration, so only the rate limit is in play.
+  }
+  auto refused = keys.try_acquire(alpha);
+  ASSERT_TRUE(std::holds_alternative<rate_refusal>(refused));
+  EXPECT_EQ(refusal_of(refused).which, rate_limit_kind::rpm);
+  EXPECT_EQ(refusal_of(refused).retry_after, 20s);
+  EXPECT_EQ(refusal_of(refused).headers->remaining, 0u);
+  EXPECT_EQ(refusal_of(refused).headers->reset, "1m0s");
+  EXPECT_EQ(alpha.in_use(), 0u);  // the refusal holds no concurrency slot
+
+  clock.advance(19s);
+  auto still = keys.try_acquire(alpha);
+  ASSERT_TRUE(std::holds_alternative<rate_refusal>(still));
+  EXPECT_EQ(refusal_of(still).retry_after, 1s);
+  EXPECT_EQ(refusal_of(still).headers->reset, "41s");
+  clock.advance(1s);
+  auto again = keys.try_acquire(alpha);
+  ASSERT_TRUE(std::holds_alternative<key_permit>(again));
+  EXPECT_EQ(permit_of(again).headers->remaining, 0u);
+
+  clock.advance(10min);  // fully refilled, but never beyond the burst of rpm
+  for (int i = 0; i < 3; ++i) {
+    auto r = keys.try_acquire(alpha);
+    ASSERT_TRUE(std::holds_alternative<key_permit>(r));
+  }
+  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.try_acquire(alpha)));
+}
+
+TEST(ClientKeys, UnlimitedKeyHasNoRateHeaders) {
+  manual_clock clock;
+  auto keys = load(clock);
+  auto beta = keys.authenticate("sk-beta-xyz").value();
+  std::vector<key_permit> held;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = keys.try_acquire(beta);
+    ASSERT_TRUE(std::holds_alternative<key_permit>(r));
+    EXPECT_FALSE(permit_of(r).headers);
+    held.push_back(std::move(std::get<key_permit>(r)));
+  }
+  EXPECT_EQ(beta.in_use(), 1000u);
+  held.clear();
+  EXPECT_EQ(beta.in_use(), 0u);
+}
+
+TEST(ClientKeys, KeyPermitMoves) {
+  manual_clock clock;
+  auto keys = load(clock);
+  auto gamma = keys.authenticate("sk-gamma").value();  // max 1 stream
+  auto r = keys.try_acquire(gamma);
+  key_permit p = std::move(std::get<key_permit>(r));
+  EXPECT_TRUE(p);
+  EXPECT_EQ(gamma.in_use(), 1u);
+  key_permit q;
+  q = std::move(p);
+  EXPECT_FALSE(p);
+  EXPECT_EQ(gamma.in_use(), 1u);
+  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.try_acquire(gamma)));
+  q.reset();
+  EXPECT_EQ(gamma.in_use(), 0u);
+  EXPECT_TRUE(std::holds_alternative<key_permit>(keys.try_acquire(gamma)));
+}
