@@ -38,7 +38,18 @@ struct stream_validator::impl {
     }
     boost::system::error_code ec;
     static constexpr char empty[1] = {0};
-    std::size_t n = parser.write_some(more, data.empty() ? empty : data.data(), data.size(), ec);
+    std::size_t n = 0;
+    if (!ev.complete()) n = parser.write_some(more, data.empty() ? empty : data.data(), data.size(), ec);
+    // Once the document is complete the parser takes nothing more; only whitespace may follow.
+    if (!ec && ev.complete()) {
+      auto rest = data.substr(n);
+      if (rest.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+        verdict = validation_error{validation_error::kind::malformed_json, "", "",
+                                   "malformed JSON: data after the end of the document"};
+        return to_error(*verdict);
+      }
+      n = data.size();
+    }
     bytes += n;
     if (ev.failed()) verdict = ev.error();
     else if (ec) verdict = detail::malformed(ev, ec, bytes);
