@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Checks of the operations kit that need a parser: the dashboard JSON, the Kubernetes manifests
+and their cross-references, and that every sluice_* metric the alerts and dashboard use is one the
+gateway declares. Prints one 'PASS name' or 'FAIL name: why' line per check (check_rules.sh counts
+them). Usage: check_deploy.py REPO_ROOT OUT_DIR (OUT_DIR receives dashboard_rules.yaml for promtool)."""
+import json
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1])
+out_dir = pathlib.Path(sys.argv[2])
+results = []
+
+
+def check(name, fn):
+    try:
+        why = fn()
+    except Exception as e:  # a crash in a check is a failed check, not a crashed script
+        why = f"{type(e).__name__}: {e}"
+    results.append((name, why))
+    print(f"PASS {name}" if not why else f"FAIL {name}: {why}")
+
+
+# --- metric names -------------------------------------------------------------------------------
+metrics_cpp = (root / "src/observability/metrics.cpp").read_text()
+declared = set(re.findall(r'"(sluice_[a-z0-9_]+)"', metrics_cpp))
+process = {"process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_virtual_memory_bytes",
+           "process_resident_memory_bytes", "process_start_time_seconds"}
+
+
+def used_metrics(text):
+    names = set()
+    for m in re.findall(r"\b((?:sluice|process)_[a-z0-9_]+)", text):
+        for suffix in ("_bucket", "_sum", "_count"):
+            if m.endswith(suffix) and m[: -len(suffix)] in declared:
+                m = m[: -len(suffix)]
+        names.add(m)
+    return names
+
+
+def metrics_exist(path):
+    def fn():
+        missing = sorted(used_metrics(path.read_text()) - declared - process)
+        return f"not exported by the gateway: {missing}" if missing else None
+    return fn
+
+
+check("metric names declared", lambda: None if len(declared) >= 15 else f"only {sorted(declared)}")
+check("alerts use exported metrics", metrics_exist(root / "deploy/prometheus/alerts.yaml"))
+check("dashboard uses exported metrics", metrics_exist(root / "deploy/grafana/sluice-dashboard.json"))
+
+# --- Grafana dashboard --------------------------------------------------------------------------
+dash_path = root / "deploy/grafana/sluice-dashboard.json"
+dash = None
+
+
+def dashboard_parses():
+    global dash
+    dash = json.loads(dash_path.read_text())
+    for key in ("title", "uid", "panels", "schemaVersion", "templating"):
+        if key not in dash:
+            return f"missing top-level key {key}"
+    return None
+
+
+def dashboard_panels():
+    ids = [p["id"] for p in dash["panels"]]
+    if len(ids) != len(set(ids)):
+        return "duplicate panel ids"
+    graphs = [p for p in dash["panels"] if p["type"] != "row"]
+    if len(graphs) < 10:
+        return f"only {len(graphs)} panels"
+    for p in graphs:
+        if not p.get("targets"):
+            return f"panel '{p['title']}' has no query"
+        g = p["gridPos"]
+        if g["x"] + g["w"] > 24:
+            return f"panel '{p['title']}' overflows the grid"
+    # Panels must not overlap on the grid.
+    cells = set()
+    for p in dash["panels"]:
+        g = p["gridPos"]
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                if (x, y) in cells:
+                    return f"panel '{p['title']}' overlaps another at {x},{y}"
+                cells.add((x, y))
+    want = {"sluice_stream_active_buffers", "sluice_memory_used_bytes", "sluice_rejections_total",
+            "sluice_upstream_requests_total", "sluice_time_to_first_token_seconds", "sluice_queue_depth"}
+    missing = want - used_metrics(dash_path.read_text())
+    return f"no panel for {sorted(missing)}" if missing else None
+
+
+def dashboard_rules():
+    # Every panel query as a recording rule, so promtool's PromQL parser checks them all.
+    lines = ["groups:", "  - name: dashboard", "    rules:"]
+    n = 0
+    for p in dash["panels"]:
+        for t in p.get("targets", []):
+            expr = t["expr"].replace("$__rate_interval", "5m").replace("$job", ".+").replace("$instance", ".+")
+            n += 1
+            lines.append(f"      - record: dashboard:panel_{p['id']}_{t['refId']}")
+            lines.append("        expr: " + json.dumps(expr))
+    (out_dir / "dashboard_rules.yaml").write_text("\n".join(lines) + "\n")
+    return None if n else "no queries found"
+
+
+check("dashboard JSON parses", dashboard_parses)
+if dash is not None:
+    check("dashboard panels", dashboard_panels)
+    check("dashboard queries exported for promtool", dashboard_rules)
+
+# --- Kubernetes manifests -----------------------------------------------------------------------
+try:
+    import yaml
+except ImportError:
+    yaml = None
+    print("SKIP kubernetes manifests: PyYAML is not installed")
+
+if yaml is not None:
+    kdir = root / "deploy/kubernetes"
+    docs = {}
+
+    def manifests_parse():
+        for f in sorted(kdir.glob("*.yaml")):
+            for d in yaml.safe_load_all(f.read_text()):
+                if d is None:
+                    continue
+                if "kind" not in d:
+                    return f"{f.name}: no kind"
+                if d["kind"] != "Kustomization" and ("apiVersion" not in d or "name" not in d.get("metadata", {})):
+                    return f"{f.name}: no apiVersion or metadata.name"
+                docs[d["kind"]] = d
+        want = {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor",
+                "ConfigMap", "Kustomization"}
+        return f"missing kinds {sorted(want - docs.keys())}" if want - docs.keys() else None
+
+    check("kubernetes manifests parse", manifests_parse)
+
+    def dur(text):
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(text))
+        if not m:
+            raise ValueError(f"not a duration: {text}")
+        return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+    def pod_spec():
+        return docs["Deployment"]["spec"]["template"]["spec"]
+
+    def container():
+        return pod_spec()["containers"][0]
+
+    def config():
+        return yaml.safe_load(docs["ConfigMap"]["data"]["sluice.yaml"])
+
+    def effective(option):
+        # Flags win over the config file, as in `sluice serve`.
+        for a in container().get("args", []):
+            if a.startswith(f"--{option}="):
+                return a.split("=", 1)[1]
+        return config().get(option)
+
+    def grace_covers_drain():
+        spec = pod_spec()
+        grace = spec["terminationGracePeriodSeconds"]
+        pre = container()["lifecycle"]["preStop"]["sleep"]["seconds"]
+        delay, timeout = dur(effective("drain-delay")), dur(effective("drain-timeout"))
+        need = pre + delay + timeout
+        if grace < need + 5:
+            return f"terminationGracePeriodSeconds {grace} < preStop {pre} + drain {delay}+{timeout} + 5s margin"
+        return None
+
+    def config_is_flat_and_secret_free():
+        c = config()
+        if not isinstance(c, dict):
+            return "sluice.yaml is not a map"
+        for k, v in c.items():
+            if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", k):
+                return f"key '{k}' is not a kebab-case option name"
+            if isinstance(v, dict):
+                return f"key '{k}' is nested; options are flat"
+            if "key" in k and k != "upstream-key-env" or re.search(r"sk-[A-Za-z0-9]{8,}", str(v)):
+                return f"'{k}' looks like a secret in a ConfigMap"
+        for k in ("listen", "upstream", "max-streams", "memory-limit", "drain-delay", "drain-timeout"):
+            if k not in c:
+                return f"missing {k}"
+        return None
+
+    def probes():
+        c = container()
+        if c["livenessProbe"]["httpGet"]["path"] != "/healthz":
+            return "liveness must GET /healthz"
+        if c["readinessProbe"]["httpGet"]["path"] != "/readyz":
+            return "readiness must GET /readyz"
+        ports = {p["name"] for p in c["ports"]}
+        for probe in ("livenessProbe", "readinessProbe"):
+            if c[probe]["httpGet"]["port"] not in ports:
+                return f"{probe} port is not a container port"
+        return None
+
+    def security_and_resources():
+        s, c = pod_spec()["securityContext"], container()
+        if not s.get("runAsNonRoot"):
+            return "runAsNonRoot is not set"
+        cs = c["securityContext"]
+        if not cs.get("readOnlyRootFilesystem") or cs.get("allowPrivilegeEscalation", True):
+            return "container must have a read-only root fs and no privilege escalation"
+        r = c["resources"]
+        for k in ("cpu", "memory"):
+            if k not in r["requests"] or k not in r["limits"]:
+                return f"resources need requests and limits for {k}"
+        return None
+
+    def budget_fits_limit():
+        units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+        def k8s_bytes(q):
+            m = re.fullmatch(r"(\d+)(Ki|Mi|Gi)", q)
+            return int(m.group(1)) * units[m.group(2)]
+        def sluice_bytes(q):
+            m = re.fullmatch(r"(\d+)(KiB|MiB|GiB)", str(q))
+            return int(m.group(1)) * units[m.group(2)[:2]]
+        limit = k8s_bytes(container()["resources"]["limits"]["memory"])
+        budget = sluice_bytes(effective("memory-limit"))
+        return None if budget < limit else f"memory-limit {budget} must be below the container limit {limit}"
+
+    def wiring():
+        pod_labels = docs["Deployment"]["spec"]["template"]["metadata"]["labels"]
+        for kind, sel in (("Deployment", docs["Deployment"]["spec"]["selector"]["matchLabels"]),
+                          ("Service", docs["Service"]["spec"]["selector"]),
+                          ("PodDisruptionBudget", docs["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"])):
+            if any(pod_labels.get(k) != v for k, v in sel.items()):
+                return f"{kind} selector does not match the pod labels"
+        svc_labels = docs["Service"]["metadata"]["labels"]
+        sm = docs["ServiceMonitor"]["spec"]
+        if any(svc_labels.get(k) != v for k, v in sm["selector"]["matchLabels"].items()):
+            return "ServiceMonitor does not select the Service"
+        svc_ports = {p["name"] for p in docs["Service"]["spec"]["ports"]}
+        if any(e["port"] not in svc_ports or e.get("path") != "/metrics" for e in sm["endpoints"]):
+            return "ServiceMonitor must scrape /metrics on a named Service port"
+        hpa = docs["HorizontalPodAutoscaler"]
+        if hpa["apiVersion"] != "autoscaling/v2" or hpa["spec"]["scaleTargetRef"]["name"] != docs["Deployment"]["metadata"]["name"]:
+            return "HPA must be autoscaling/v2 and target the Deployment"
+        if {m["resource"]["name"] for m in hpa["spec"]["metrics"]} != {"cpu", "memory"}:
+            return "HPA must scale on cpu and memory"
+        cm = pod_spec()["volumes"][0]["configMap"]["name"]
+        if cm != docs["ConfigMap"]["metadata"]["name"]:
+            return "the config volume does not mount the ConfigMap"
+        listed = set(docs["Kustomization"]["resources"])
+        files = {f.name for f in kdir.glob("*.yaml")} - {"kustomization.yaml"}
+        return None if listed == files else f"kustomization resources {sorted(listed)} != files {sorted(files)}"
+
+    if {"Deployment", "ConfigMap"} <= docs.keys():
+        check("grace period covers preStop + drain", grace_covers_drain)
+        check("config map is flat, secret-free, complete", config_is_flat_and_secret_free)
+        check("probes: /healthz liveness, /readyz readiness", probes)
+        check("non-root, read-only fs, requests and limits", security_and_resources)
+        check("memory budget below the container limit", budget_fits_limit)
+        check("selectors, ports and references line up", wiring)
+
+sys.exit(1 if any(why for _, why in results) else 0)
