@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 
@@ -12,6 +13,16 @@
 
 namespace sluice::cli {
 namespace {
+
+// Set by the first SIGINT/SIGTERM: the run ends early and the report is still printed. A second
+// signal kills the process (the handler restores the default action).
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "written from a signal handler");
+
+extern "C" void on_interrupt(int sig) {
+  interrupted.store(true);
+  signal(sig, SIG_DFL);
+}
 
 // The options and the table that writes into them live as long as the command.
 struct flood_command {
@@ -36,6 +47,9 @@ int run_flood(flood_command& cmd) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
+  cmd.opts.cancel = &interrupted;
   auto rep = loadgen::run(cmd.opts);
   if (!rep) {
     std::fprintf(stderr, "sluice flood: %s\n", rep.err().message.c_str());

@@ -3,6 +3,7 @@
 // calling thread, runs its own worker threads, and always returns within duration_limit + a grace.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,9 @@ struct options {
   duration connect_timeout = std::chrono::seconds(5);
   duration ramp = duration::zero();            // spread stream starts over this long
   bool progress = true;                        // progress line on stderr, only if it is a terminal
+  // Not an option: when set and it becomes true (e.g. from a SIGINT handler), the run ends as if
+  // the deadline had passed. Must outlive run().
+  const std::atomic<bool>* cancel = nullptr;
 
   // Adds every field above as a named option (CLI flag and YAML key). `this` must outlive `table`.
   void register_options(config::option_table& table);

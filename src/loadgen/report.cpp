@@ -17,6 +17,18 @@ std::string fmt(const char* format, auto... args) {
 
 unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
 
+// "23.4 MiB": readable at a glance; the JSON report carries the exact byte counts.
+std::string human_bytes(std::uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt("%llu B", ull(n)) : fmt("%.1f %s", v, units[u]);
+}
+
 std::string line(const char* name, const percentiles& p) {
   return fmt("  %-18s p50 %.3f  p90 %.3f  p99 %.3f  max %.3f  (n=%llu)\n", name, p.p50_ms, p.p90_ms, p.p99_ms,
              p.max_ms, ull(p.count));
@@ -52,11 +64,11 @@ std::string format_text(const report& r) {
   out += line("gap ms", r.gap);
   out += line("e2e ms", r.e2e);
   out += fmt("  %-18s %llu (%.1f/s), %s received\n", "chunks", ull(r.chunks), r.chunks_per_second,
-             format_size(r.bytes).c_str());
+             human_bytes(r.bytes).c_str());
   out += fmt("  %-18s %llu\n", "peak open streams", ull(r.peak_open_streams));
   if (r.peak_rss_bytes > 0)
     out += fmt("  %-18s baseline %s, peak %s, %.0f bytes per open stream\n", "target rss",
-               format_size(r.baseline_rss_bytes).c_str(), format_size(r.peak_rss_bytes).c_str(), rss_per_stream(r));
+               human_bytes(r.baseline_rss_bytes).c_str(), human_bytes(r.peak_rss_bytes).c_str(), rss_per_stream(r));
   for (const auto& why : r.failure_samples) out += "  failure: " + why + "\n";
   return out;
 }

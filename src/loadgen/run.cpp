@@ -104,17 +104,26 @@ result<report> run(const options& opt) {
 
     const bool progress = opt.progress && isatty(STDERR_FILENO);
     int tick = 0;
-    std::unique_lock lock(rs.mutex);
+    auto hard_stop = rs.deadline + stop_grace;
+    bool cancelled = false;
     while (rs.running.load() > 0) {
-      rs.done.wait_for(lock, sample_period, [&] { return rs.running.load() == 0; });
+      {
+        std::unique_lock lock(rs.mutex);
+        rs.done.wait_for(lock, sample_period, [&] { return rs.running.load() == 0; });
+      }
       if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
       if (progress && ++tick % ticks_per_progress == 0) print_progress(rs, states);
-      if (rs.running.load() > 0 && clock::now() > rs.deadline + stop_grace) {
+      if (!cancelled && opt.cancel && opt.cancel->load()) {
+        // Cancelled: end the run now, exactly as the deadline would (each thread expires itself).
+        cancelled = true;
+        hard_stop = std::min(hard_stop, clock::now() + stop_grace);
+        for (auto& ts : states) net::post(*ts->ioc, [t = ts.get()] { t->expire(); });
+      }
+      if (rs.running.load() > 0 && clock::now() > hard_stop) {
         forced = true;
         break;
       }
     }
-    lock.unlock();
     if (progress) std::fputs("\r\033[K", stderr);
     if (forced) pool.stop();
     pool.join();

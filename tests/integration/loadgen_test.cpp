@@ -48,6 +48,7 @@ class sse_server {
     return changed_.wait_for(lock, timeout, [&] { return counter >= n; });
   }
   bool wait_gone(int n) { return wait_for(gone_, n); }
+  bool wait_requests(int n) { return wait_for(requests_, n); }
   bool wait_completed(int n) { return wait_for(completed_, n); }
 
  private:
@@ -77,6 +78,7 @@ class sse_server {
     co_await http::async_read(sock, buf, req, ec_out(ec));
     if (ec) co_return;
     ++self->requests;
+    self->bump(self->requests_);
     const std::string scenario(req["x-test"]);
     const int events = req["x-test-events"].empty() ? 5 : std::stoi(std::string(req["x-test-events"]));
     const auto gap = std::chrono::milliseconds(req["x-test-gap-ms"].empty() ? 0 : std::stoi(std::string(req["x-test-gap-ms"])));
@@ -146,7 +148,7 @@ class sse_server {
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  int gone_ = 0, completed_ = 0;
+  int gone_ = 0, completed_ = 0, requests_ = 0;
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   std::thread thread_;
@@ -285,6 +287,24 @@ TEST(loadgen, duration_stops_a_run_that_never_ends) {
   EXPECT_GT(r.chunks, 4u);
   EXPECT_GE(r.wall_seconds, 0.45);
   EXPECT_LT(took, 5s);
+}
+
+TEST(loadgen, cancel_ends_the_run_early_and_still_reports) {
+  sse_server srv;
+  auto o = base(srv, "endless", 3);
+  o.headers.push_back("x-test-gap-ms: 10");
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  std::thread canceller([&] {
+    srv.wait_requests(3);
+    cancel.store(true);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_ok(o);
+  canceller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s) << "the 20 s deadline was not needed";
+  EXPECT_EQ(r.timeouts, 3u) << loadgen::format_text(r);
+  EXPECT_EQ(r.requests, 3u);
 }
 
 TEST(loadgen, abandon_closes_after_k_chunks) {
