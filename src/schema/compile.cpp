@@ -66,7 +66,7 @@ class compiler {
     memo_.emplace(&v, idx);
     p_.nodes.emplace_back();
     node n;
-    n.path = path;
+    n.path = p_.add_text(path);
     if (v.is_bool()) {
       if (!v.get_bool()) n.flags |= f_false;
       p_.nodes[idx] = std::move(n);
@@ -274,11 +274,13 @@ class compiler {
       return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties", path);
     n.required = append(p_.indices, req);
     n.dependencies = append(p_.dependencies, deps);
-    n.tracked_names = append(p_.names, tracked);
+    std::vector<text_ref> tracked_refs;
+    for (const auto& t : tracked) tracked_refs.push_back(p_.add_text(t));
+    n.tracked_names = append(p_.names, tracked_refs);
     std::vector<key_entry> entries;
     entries.reserve(table.size());
     for (auto& [name, e] : table) {
-      e.name = name;
+      e.name = p_.add_text(name);
       entries.push_back(std::move(e));
     }
     n.keys = append(p_.keys, entries);
@@ -403,6 +405,14 @@ result<std::shared_ptr<const compiled_schema>> compile(const json::value& schema
   auto p = std::make_unique<program>();
   compiler c(schema, limits, *p);
   if (auto r = c.run(); !r) return std::move(r).err();
+  p->nodes.shrink_to_fit();
+  p->indices.shrink_to_fit();
+  p->keys.shrink_to_fit();
+  p->patterns.shrink_to_fit();
+  p->dependencies.shrink_to_fit();
+  p->hashes.shrink_to_fit();
+  p->names.shrink_to_fit();
+  p->text.shrink_to_fit();
   p->estimated_bytes = detail::estimate_bytes(*p);
   return std::shared_ptr<const compiled_schema>(std::make_shared<compiled_schema>(std::move(p)));
 }

@@ -205,7 +205,8 @@ result<void> check_in_place_graph(const program& p, const compile_limits& lim) {
       if (f.next < f.kids.size()) {
         std::uint32_t k = f.kids[f.next++];
         if (color[k] == 1)
-          return refuse("$ref cycle that never reaches a value (infinite recursion)", p.nodes[k].path);
+          return refuse("$ref cycle that never reaches a value (infinite recursion)",
+                        std::string(p.str(p.nodes[k].path)));
         if (color[k] == 0) {
           color[k] = 1;
           frame_t child{k, {}, 0};
@@ -219,7 +220,7 @@ result<void> check_in_place_graph(const program& p, const compile_limits& lim) {
       if (total >= cap)
         return refuse("schema expands to more than " + std::to_string(lim.max_expansion) +
                           " subschemas for one value (allOf/anyOf/$ref fan-out)",
-                      p.nodes[f.node].path);
+                      std::string(p.str(p.nodes[f.node].path)));
       expansion[f.node] = total;
       color[f.node] = 2;
       stack.pop_back();
@@ -231,15 +232,13 @@ result<void> check_in_place_graph(const program& p, const compile_limits& lim) {
 std::size_t estimate_bytes(const program& p) {
   std::size_t b = sizeof(program) + sizeof(compiled_schema);
   b += p.nodes.capacity() * sizeof(node);
-  for (const auto& n : p.nodes) b += n.path.capacity();
   b += p.indices.capacity() * sizeof(std::uint32_t);
   b += p.keys.capacity() * sizeof(key_entry);
-  for (const auto& k : p.keys) b += k.name.capacity();
   b += p.patterns.capacity() * sizeof(pattern_entry);
   b += p.dependencies.capacity() * sizeof(dependency);
   b += p.hashes.capacity() * sizeof(value_hash);
-  b += p.names.capacity() * sizeof(std::string);
-  for (const auto& s : p.names) b += s.capacity();
+  b += p.names.capacity() * sizeof(text_ref);
+  b += p.text.capacity();
   // RE2: instructions for the forward and reverse programs plus a typical lazily built DFA cache
   // (bounded above by compile_limits::max_pattern_memory).
   for (const auto& re : p.regexes) b += sizeof(re2::RE2) + 2 * 16 * static_cast<std::size_t>(re->ProgramSize()) + 8192;

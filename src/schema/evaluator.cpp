@@ -33,8 +33,9 @@ std::uint8_t type_bits(json_kind k) {
 const key_entry* lookup(const program& p, const node& n, std::string_view k) {
   const key_entry* b = p.keys.data() + n.keys.begin;
   const key_entry* e = b + n.keys.size;
-  const key_entry* it = std::lower_bound(b, e, k, [](const key_entry& x, std::string_view v) { return x.name < v; });
-  return it != e && it->name == k ? it : nullptr;
+  const key_entry* it =
+      std::lower_bound(b, e, k, [&p](const key_entry& x, std::string_view v) { return p.str(x.name) < v; });
+  return it != e && p.str(it->name) == k ? it : nullptr;
 }
 
 double as_double(const number_value& v) {
@@ -593,7 +594,7 @@ std::string evaluator::schema_path(const failure& f) const {
   const node& n = p_->nodes[f.node];
   std::string_view kw;
   switch (f.kw) {
-    case keyword::false_schema: return n.path;
+    case keyword::false_schema: return std::string(p_->str(n.path));
     case keyword::type: kw = "type"; break;
     case keyword::enum_: kw = "enum"; break;
     case keyword::const_: kw = "const"; break;
@@ -609,7 +610,8 @@ std::string evaluator::schema_path(const failure& f) const {
     case keyword::min_items: kw = "minItems"; break;
     case keyword::max_items: kw = "maxItems"; break;
     case keyword::items:
-      if (f.detail < n.prefix_items.size) return n.path + "/prefixItems/" + std::to_string(f.detail);
+      if (f.detail < n.prefix_items.size)
+        return std::string(p_->str(n.path)) + "/prefixItems/" + std::to_string(f.detail);
       kw = "items";
       break;
     case keyword::contains: kw = n.min_contains == 1 ? "contains" : "minContains"; break;
@@ -628,13 +630,15 @@ std::string evaluator::schema_path(const failure& f) const {
     case keyword::then_: kw = "then"; break;
     case keyword::else_: kw = "else"; break;
   }
-  return n.path + "/" + std::string(kw);
+  return std::string(p_->str(n.path)) + "/" + std::string(kw);
 }
 
 std::string evaluator::describe(const failure& f) const {
   const node& n = p_->nodes[f.node];
   const frame& at = frames_[std::min<std::size_t>(f.depth, frames_.size() - 1)];
-  auto name = [&](std::uint32_t t) { return "\"" + p_->names[n.tracked_names.begin + t] + "\""; };
+  auto name = [&](std::uint32_t t) {
+    return "\"" + std::string(p_->str(p_->names[n.tracked_names.begin + t])) + "\"";
+  };
   switch (f.kw) {
     case keyword::false_schema: return "no value is allowed here (schema is false)";
     case keyword::type: {

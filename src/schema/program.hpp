@@ -33,6 +33,13 @@ enum class format_kind : std::uint8_t { none, date_time, date, time, email, uuid
 inline constexpr std::uint32_t no_node = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::uint32_t unbounded = std::numeric_limits<std::uint32_t>::max();
 
+// A substring of program::text. Paths and names share one pool so a compiled schema is a handful
+// of allocations (a cache that churns schemas then fragments the heap far less).
+struct text_ref {
+  std::uint32_t off = 0;
+  std::uint32_t len = 0;
+};
+
 // A [begin, begin+size) range in one of the program's side arrays.
 struct span32 {
   std::uint32_t begin = 0;
@@ -43,7 +50,7 @@ struct span32 {
 // `properties` names it (prop != no_node) or because `required`/`dependentRequired` do
 // (tracked != no_node, the bit index in the per-object "seen" bitset).
 struct key_entry {
-  std::string name;
+  text_ref name;
   std::uint32_t prop = no_node;
   std::uint32_t tracked = no_node;
 };
@@ -115,7 +122,7 @@ struct node {
   bool has_const = false;
   value_hash const_hash{};
 
-  std::string path;  // JSON pointer of this schema inside the compiled document
+  text_ref path;  // JSON pointer of this schema inside the compiled document
 };
 
 struct program {
@@ -126,8 +133,16 @@ struct program {
   std::vector<dependency> dependencies;
   std::vector<value_hash> hashes;
   std::vector<std::unique_ptr<re2::RE2>> regexes;
-  std::vector<std::string> names;
+  std::vector<text_ref> names;
+  std::string text;  // pool for every text_ref
   std::size_t estimated_bytes = 0;
+
+  std::string_view str(text_ref r) const noexcept { return {text.data() + r.off, r.len}; }
+  text_ref add_text(std::string_view s) {
+    text_ref r{static_cast<std::uint32_t>(text.size()), static_cast<std::uint32_t>(s.size())};
+    text.append(s);
+    return r;
+  }
 };
 
 }  // namespace sluice::schema::detail
