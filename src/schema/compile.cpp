@@ -281,9 +281,19 @@ class compiler {
     entries.reserve(table.size());
     for (auto& [name, e] : table) {
       e.name = p_.add_text(name);
+      e.hash = key_hash(name);
       entries.push_back(std::move(e));
     }
+    std::uint32_t size = 2;
+    while (size < 2 * entries.size()) size *= 2;
+    std::vector<std::uint32_t> slots(entries.empty() ? 0 : size, 0);
+    for (std::uint32_t i = 0; i < entries.size(); ++i) {
+      std::uint32_t s = static_cast<std::uint32_t>(entries[i].hash) & (size - 1);
+      while (slots[s]) s = (s + 1) & (size - 1);
+      slots[s] = i + 1;
+    }
     n.keys = append(p_.keys, entries);
+    n.key_slots = append(p_.slots, slots);
     return ok;
   }
 
@@ -408,6 +418,7 @@ result<std::shared_ptr<const compiled_schema>> compile(const json::value& schema
   p->nodes.shrink_to_fit();
   p->indices.shrink_to_fit();
   p->keys.shrink_to_fit();
+  p->slots.shrink_to_fit();
   p->patterns.shrink_to_fit();
   p->dependencies.shrink_to_fit();
   p->hashes.shrink_to_fit();

@@ -30,12 +30,15 @@ std::uint8_t type_bits(json_kind k) {
   return 0;
 }
 
-const key_entry* lookup(const program& p, const node& n, std::string_view k) {
-  const key_entry* b = p.keys.data() + n.keys.begin;
-  const key_entry* e = b + n.keys.size;
-  const key_entry* it =
-      std::lower_bound(b, e, k, [&p](const key_entry& x, std::string_view v) { return p.str(x.name) < v; });
-  return it != e && p.str(it->name) == k ? it : nullptr;
+const key_entry* lookup(const program& p, const node& n, std::string_view k, std::uint64_t h) {
+  const std::uint32_t mask = n.key_slots.size - 1;
+  const std::uint32_t* slots = p.slots.data() + n.key_slots.begin;
+  for (auto s = static_cast<std::uint32_t>(h) & mask;; s = (s + 1) & mask) {
+    const std::uint32_t v = slots[s];
+    if (!v) return nullptr;
+    const key_entry& e = p.keys[n.keys.begin + v - 1];
+    if (e.hash == h && p.str(e.name) == k) return &e;
+  }
 }
 
 double as_double(const number_value& v) {
@@ -131,10 +134,8 @@ bool evaluator::push_frame() {
   f.begun = f.is_name = f.in_object = false;
   f.items = f.code_points = 0;
   f.need_hash = f.need_content = f.count_chars = f.check_max_length = f.track_unique = false;
-  f.content.clear();
-  f.sh = {};
-  f.ah = {};
-  f.oh = {};
+  f.has_property_names = false;
+  f.content.clear();  // hashers are reset by start_checks, only when a hash is needed
   if (!f.seen.empty()) f.seen.clear();
   return true;
 }
@@ -201,6 +202,7 @@ void evaluator::start_checks(std::uint32_t d) {
         if (n.flags & f_unique) f.track_unique = true;
         break;
       case json_kind::object:
+        if (n.property_names != no_node) f.has_property_names = true;
         if (n.tracked_names.size) {
           e.bits = static_cast<std::uint32_t>(bits_.size());
           bits_.resize(bits_.size() + (n.tracked_names.size + 63) / 64, 0);
@@ -209,6 +211,11 @@ void evaluator::start_checks(std::uint32_t d) {
       default:
         break;
     }
+  }
+  if (f.need_hash) {
+    f.sh = {};
+    f.ah = {};
+    f.oh = {};
   }
 }
 
@@ -263,11 +270,9 @@ void evaluator::open_item(std::uint32_t d) {
 }
 
 void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
+  if (!frames_[d].has_property_names) return;
   const auto end = static_cast<std::uint32_t>(evals_.size());
-  bool any = false;
-  for (std::uint32_t i = frames_[d].evals_begin; i < end && !any; ++i)
-    any = evals_[i].state == tri::unknown && evals_[i].n->property_names != no_node;
-  if (!any || !push_frame()) return;
+  if (!push_frame()) return;
   frame& f = frames_[depth_ - 1];
   f.is_name = f.in_object = true;
   f.key.assign(k);
@@ -280,6 +285,7 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
 }
 
 void evaluator::open_member(std::uint32_t d, std::string_view k) {
+  const std::uint64_t h = key_hash(k);
   const std::uint32_t count = ++frames_[d].items;
   const auto end = static_cast<std::uint32_t>(evals_.size());
   if (!push_frame()) return;
@@ -297,7 +303,7 @@ void evaluator::open_member(std::uint32_t d, std::string_view k) {
     }
     bool matched = false;
     if (n.keys.size) {
-      if (const key_entry* ke = lookup(*p_, n, k)) {
+      if (const key_entry* ke = lookup(*p_, n, k, h)) {
         if (ke->tracked != no_node) bits_[evals_[i].bits + ke->tracked / 64] |= std::uint64_t{1} << (ke->tracked % 64);
         if (ke->prop != no_node) {
           spawn(ke->prop, i, role::must);

@@ -102,6 +102,7 @@ class evaluator {
     std::uint32_t items = 0;  // members or items started so far
     bool need_hash = false, need_content = false, count_chars = false, check_max_length = false;
     bool track_unique = false;
+    bool has_property_names = false;  // an object some evaluation checks with propertyNames
     std::string content;
     std::uint32_t code_points = 0;
     number_value num;

@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <re2/re2.h>
@@ -30,6 +32,9 @@ inline constexpr std::uint8_t t_any = 127;
 
 enum class format_kind : std::uint8_t { none, date_time, date, time, email, uuid, ipv4, ipv6, hostname, uri };
 
+// The hash used for member-name lookups, computed once per key and shared by all evaluations.
+inline std::uint64_t key_hash(std::string_view k) noexcept { return std::hash<std::string_view>{}(k); }
+
 inline constexpr std::uint32_t no_node = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::uint32_t unbounded = std::numeric_limits<std::uint32_t>::max();
 
@@ -51,6 +56,7 @@ struct span32 {
 // (tracked != no_node, the bit index in the per-object "seen" bitset).
 struct key_entry {
   text_ref name;
+  std::uint64_t hash = 0;  // key_hash(name)
   std::uint32_t prop = no_node;
   std::uint32_t tracked = no_node;
 };
@@ -104,6 +110,8 @@ struct node {
 
   // objects
   span32 keys;              // into program::keys, sorted by name
+  span32 key_slots;         // open-addressing table over `keys` (power-of-two size; 0 = empty,
+                            // else 1 + index into keys), into program::slots
   span32 pattern_props;     // into program::patterns
   std::uint32_t additional = no_node;
   std::uint32_t property_names = no_node;
@@ -129,6 +137,7 @@ struct program {
   std::vector<node> nodes;  // nodes[0] is the root
   std::vector<std::uint32_t> indices;
   std::vector<key_entry> keys;
+  std::vector<std::uint32_t> slots;
   std::vector<pattern_entry> patterns;
   std::vector<dependency> dependencies;
   std::vector<value_hash> hashes;
