@@ -3,9 +3,9 @@
 // gauge must outlive the hold. Not thread-safe itself, but the gauge updates are atomic.
 #pragma once
 
-#include <utility>
-
 #include <prometheus/gauge.h>
+
+#include <utility>
 
 namespace sluice::obs {
 

@@ -29,7 +29,9 @@ std::uint64_t histogram::count() const noexcept {
   return n;
 }
 
-double histogram::sum() const noexcept { return sum_.load(std::memory_order_relaxed); }
+double histogram::sum() const noexcept {
+  return sum_.load(std::memory_order_relaxed);
+}
 
 prometheus::ClientMetric::Histogram histogram::snapshot() const {
   prometheus::ClientMetric::Histogram h;

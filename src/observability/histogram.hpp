@@ -3,6 +3,9 @@
 // neither copyable nor movable: the hot path keeps plain references to them.
 #pragma once
 
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -13,9 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <prometheus/client_metric.h>
-#include <prometheus/metric_family.h>
-
 namespace sluice::obs {
 
 // Why not prometheus::Histogram: in prometheus-cpp 1.0 its Observe() takes a std::mutex to keep sum
@@ -25,13 +25,11 @@ namespace sluice::obs {
 
 // Request-scale latencies, 100 µs .. 60 s (roughly 1-2.5-5 steps per decade).
 inline constexpr std::array<double, 18> latency_buckets = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-    0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0, 30.0,  60.0};
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0};
 
 // The gateway's own per-stage cost, 10 µs .. 100 ms: the part a proxy must keep small.
-inline constexpr std::array<double, 13> overhead_buckets = {
-    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
-    0.0025,  0.005,    0.01,    0.025,  0.05,    0.1};
+inline constexpr std::array<double, 13> overhead_buckets = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                                            0.0025,  0.005,    0.01,    0.025,  0.05,    0.1};
 
 class histogram {
  public:
@@ -65,8 +63,8 @@ class histogram {
 class histogram_family {
  public:
   histogram_family(std::string name, std::string help, std::span<const double> upper_bounds);
-  histogram_family(std::string name, std::string help, std::span<const double> upper_bounds,
-                   std::string label_name, std::vector<std::string> label_values);
+  histogram_family(std::string name, std::string help, std::span<const double> upper_bounds, std::string label_name,
+                   std::vector<std::string> label_values);
   histogram_family(const histogram_family&) = delete;
   histogram_family& operator=(const histogram_family&) = delete;
 

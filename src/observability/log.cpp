@@ -1,12 +1,11 @@
 #include "observability/log.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <fmt/format.h>
 
 #include <array>
 #include <atomic>
@@ -26,24 +25,36 @@ constexpr std::array<std::string_view, 6> level_names = {"trace", "debug", "info
 
 spdlog::level::level_enum to_spdlog(log_level l) {
   switch (l) {
-    case log_level::trace: return spdlog::level::trace;
-    case log_level::debug: return spdlog::level::debug;
-    case log_level::info: return spdlog::level::info;
-    case log_level::warn: return spdlog::level::warn;
-    case log_level::error: return spdlog::level::err;
+    case log_level::trace:
+      return spdlog::level::trace;
+    case log_level::debug:
+      return spdlog::level::debug;
+    case log_level::info:
+      return spdlog::level::info;
+    case log_level::warn:
+      return spdlog::level::warn;
+    case log_level::error:
+      return spdlog::level::err;
   }
   return spdlog::level::info;
 }
 
 std::string_view level_name(spdlog::level::level_enum l) {
   switch (l) {
-    case spdlog::level::trace: return "trace";
-    case spdlog::level::debug: return "debug";
-    case spdlog::level::info: return "info";
-    case spdlog::level::warn: return "warn";
-    case spdlog::level::err: return "error";
-    case spdlog::level::critical: return "critical";
-    default: return "off";
+    case spdlog::level::trace:
+      return "trace";
+    case spdlog::level::debug:
+      return "debug";
+    case spdlog::level::info:
+      return "info";
+    case spdlog::level::warn:
+      return "warn";
+    case spdlog::level::err:
+      return "error";
+    case spdlog::level::critical:
+      return "critical";
+    default:
+      return "off";
   }
 }
 
@@ -97,14 +108,26 @@ void append_quoted(std::string& out, std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
-          if (c < 0x20 || c == 0x7F) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-          else out += static_cast<char>(c);
+          if (c < 0x20 || c == 0x7F)
+            fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+          else
+            out += static_cast<char>(c);
       }
       ++i;
       continue;
@@ -130,15 +153,17 @@ void append_text_value(std::string& out, std::string_view s) {
       break;
     }
   }
-  if (bare) out.append(s);
-  else append_quoted(out, s);
+  if (bare)
+    out.append(s);
+  else
+    append_quoted(out, s);
 }
 
 // Keys are caller-chosen identifiers, but one with a space would still break text lines.
 void append_text_key(std::string& out, std::string_view k) {
   for (const char c : k) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                       c == '.' || c == '-';
+    const bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
     out += plain ? c : '_';
   }
 }
@@ -158,21 +183,27 @@ void append_timestamp(std::string& out, std::chrono::system_clock::time_point t)
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
 }
 
-bool reserved_key(std::string_view k) { return k == "ts" || k == "level" || k == "msg"; }
+bool reserved_key(std::string_view k) {
+  return k == "ts" || k == "level" || k == "msg";
+}
 
 void append_value(std::string& out, bool json, const log_field::value_type& v) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string_view>) {
-          if (json) append_quoted(out, x);
-          else append_text_value(out, x);
+          if (json)
+            append_quoted(out, x);
+          else
+            append_text_value(out, x);
         } else if constexpr (std::is_same_v<T, bool>) {
           out += x ? "true" : "false";
         } else if constexpr (std::is_same_v<T, double>) {
           // JSON has no NaN or infinity.
-          if (std::isfinite(x)) fmt::format_to(std::back_inserter(out), "{}", x);
-          else out += "null";
+          if (std::isfinite(x))
+            fmt::format_to(std::back_inserter(out), "{}", x);
+          else
+            out += "null";
         } else {
           fmt::format_to(std::back_inserter(out), "{}", x);
         }
@@ -194,8 +225,10 @@ std::string render(bool json, std::chrono::system_clock::time_point t, std::stri
     for (const auto& f : fields) {
       out += ',';
       // A field named like a built-in key would make a duplicate JSON member; prefix it instead.
-      if (reserved_key(f.key)) append_quoted(out, "_" + std::string(f.key));
-      else append_quoted(out, f.key);
+      if (reserved_key(f.key))
+        append_quoted(out, "_" + std::string(f.key));
+      else
+        append_quoted(out, f.key);
       out += ':';
       append_value(out, true, f.value);
     }
@@ -289,7 +322,9 @@ void emit(spdlog::level::level_enum level, std::string_view msg, std::span<const
   s.logger->log(spdlog::source_loc{}, level, spdlog::string_view_t(line.data(), line.size()));
 }
 
-double ms3(double ms) { return std::round(ms * 1000.0) / 1000.0; }  // microsecond precision is plenty
+double ms3(double ms) {
+  return std::round(ms * 1000.0) / 1000.0;
+}  // microsecond precision is plenty
 
 }  // namespace
 
@@ -330,7 +365,9 @@ result<void> init_logging(const log_options& options, std::shared_ptr<spdlog::si
   return ok;
 }
 
-bool log_enabled(log_level level) noexcept { return state().logger->should_log(to_spdlog(level)); }
+bool log_enabled(log_level level) noexcept {
+  return state().logger->should_log(to_spdlog(level));
+}
 
 void log_event(log_level level, std::string_view msg, std::span<const log_field> fields) {
   emit(to_spdlog(level), msg, fields);
@@ -342,32 +379,51 @@ std::string format_log_line(bool json, log_level level, std::string_view msg, st
 
 void log_stream_completed(const request_record& r) {
   if (!log_enabled(log_level::info)) return;
-  const log_field fields[] = {
-      {"request_id", r.request_id}, {"route", r.route},           {"model", r.model},
-      {"upstream", r.upstream},     {"status", r.status},         {"outcome", r.outcome},
-      {"reason", r.reason},         {"ttft_ms", ms3(r.ttft_ms)},  {"duration_ms", ms3(r.duration_ms)},
-      {"overhead_ms", ms3(r.overhead_ms)}, {"tokens_in", r.tokens_in}, {"tokens_out", r.tokens_out},
-      {"bytes_in", r.bytes_in},     {"bytes_out", r.bytes_out}};
+  const log_field fields[] = {{"request_id", r.request_id},
+                              {"route", r.route},
+                              {"model", r.model},
+                              {"upstream", r.upstream},
+                              {"status", r.status},
+                              {"outcome", r.outcome},
+                              {"reason", r.reason},
+                              {"ttft_ms", ms3(r.ttft_ms)},
+                              {"duration_ms", ms3(r.duration_ms)},
+                              {"overhead_ms", ms3(r.overhead_ms)},
+                              {"tokens_in", r.tokens_in},
+                              {"tokens_out", r.tokens_out},
+                              {"bytes_in", r.bytes_in},
+                              {"bytes_out", r.bytes_out}};
   emit(spdlog::level::info, "stream completed", fields);
 }
 
 void log_request_completed(const request_record& r) {
   if (!log_enabled(log_level::info)) return;
-  const log_field fields[] = {
-      {"request_id", r.request_id}, {"route", r.route},   {"model", r.model},
-      {"upstream", r.upstream},     {"status", r.status}, {"outcome", r.outcome},
-      {"reason", r.reason},         {"duration_ms", ms3(r.duration_ms)}, {"overhead_ms", ms3(r.overhead_ms)},
-      {"tokens_in", r.tokens_in},   {"tokens_out", r.tokens_out}, {"bytes_in", r.bytes_in},
-      {"bytes_out", r.bytes_out}};
+  const log_field fields[] = {{"request_id", r.request_id},
+                              {"route", r.route},
+                              {"model", r.model},
+                              {"upstream", r.upstream},
+                              {"status", r.status},
+                              {"outcome", r.outcome},
+                              {"reason", r.reason},
+                              {"duration_ms", ms3(r.duration_ms)},
+                              {"overhead_ms", ms3(r.overhead_ms)},
+                              {"tokens_in", r.tokens_in},
+                              {"tokens_out", r.tokens_out},
+                              {"bytes_in", r.bytes_in},
+                              {"bytes_out", r.bytes_out}};
   emit(spdlog::level::info, "request completed", fields);
 }
 
 void log_request_refused(const request_record& r) {
   if (!log_enabled(log_level::info)) return;
-  const log_field fields[] = {{"request_id", r.request_id}, {"route", r.route},
-                              {"model", r.model},           {"status", r.status},
-                              {"outcome", r.outcome},       {"reason", r.reason},
-                              {"duration_ms", ms3(r.duration_ms)}, {"bytes_in", r.bytes_in}};
+  const log_field fields[] = {{"request_id", r.request_id},
+                              {"route", r.route},
+                              {"model", r.model},
+                              {"status", r.status},
+                              {"outcome", r.outcome},
+                              {"reason", r.reason},
+                              {"duration_ms", ms3(r.duration_ms)},
+                              {"bytes_in", r.bytes_in}};
   emit(spdlog::level::info, "request refused", fields);
 }
 

@@ -54,10 +54,10 @@ struct log_field {
   log_field(std::string_view k, bool v) : key(k), value(v) {}
   log_field(std::string_view k, double v) : key(k), value(v) {}
   template <std::integral T>
-    requires(!std::same_as<T, bool> && !std::same_as<T, char>)
-  log_field(std::string_view k, T v)
-      : key(k), value(std::is_signed_v<T> ? value_type(static_cast<std::int64_t>(v))
-                                          : value_type(static_cast<std::uint64_t>(v))) {}
+  requires(!std::same_as<T, bool> && !std::same_as<T, char>) log_field(std::string_view k, T v)
+      : key(k),
+        value(std::is_signed_v<T> ? value_type(static_cast<std::int64_t>(v))
+                                  : value_type(static_cast<std::uint64_t>(v))) {}
 
   std::string_view key;  // a plain identifier chosen by the caller, never user input
   value_type value;
@@ -85,12 +85,12 @@ struct request_record {
   std::string_view route;
   std::string_view upstream;  // configured upstream name, "" if none was reached
   std::string_view outcome;
-  std::string_view reason;    // why it was refused or cut short, "" otherwise
+  std::string_view reason;  // why it was refused or cut short, "" otherwise
   std::string_view model;
-  int status = 0;             // HTTP status sent to the client
-  double ttft_ms = 0;         // streams only
+  int status = 0;      // HTTP status sent to the client
+  double ttft_ms = 0;  // streams only
   double duration_ms = 0;
-  double overhead_ms = 0;     // time spent in the gateway itself
+  double overhead_ms = 0;  // time spent in the gateway itself
   std::uint64_t tokens_in = 0;
   std::uint64_t tokens_out = 0;
   std::uint64_t bytes_in = 0;   // request body bytes from the client

@@ -12,54 +12,84 @@ namespace sluice::obs {
 
 std::string_view to_string(route r) noexcept {
   switch (r) {
-    case route::chat_completions: return "chat_completions";
-    case route::completions: return "completions";
-    case route::responses: return "responses";
-    case route::models: return "models";
-    case route::healthz: return "healthz";
-    case route::readyz: return "readyz";
-    case route::metrics: return "metrics";
-    case route::other: return "other";
+    case route::chat_completions:
+      return "chat_completions";
+    case route::completions:
+      return "completions";
+    case route::responses:
+      return "responses";
+    case route::models:
+      return "models";
+    case route::healthz:
+      return "healthz";
+    case route::readyz:
+      return "readyz";
+    case route::metrics:
+      return "metrics";
+    case route::other:
+      return "other";
   }
   return "other";
 }
 
 std::string_view to_string(outcome o) noexcept {
   switch (o) {
-    case outcome::ok: return "ok";
-    case outcome::client_error: return "client_error";
-    case outcome::upstream_error: return "upstream_error";
-    case outcome::rejected: return "rejected";
-    case outcome::cancelled: return "cancelled";
-    case outcome::timeout: return "timeout";
-    case outcome::internal: return "internal";
+    case outcome::ok:
+      return "ok";
+    case outcome::client_error:
+      return "client_error";
+    case outcome::upstream_error:
+      return "upstream_error";
+    case outcome::rejected:
+      return "rejected";
+    case outcome::cancelled:
+      return "cancelled";
+    case outcome::timeout:
+      return "timeout";
+    case outcome::internal:
+      return "internal";
   }
   return "internal";
 }
 
 std::string_view to_string(reject_reason r) noexcept {
   switch (r) {
-    case reject_reason::queue_full: return "queue_full";
-    case reject_reason::queue_timeout: return "queue_timeout";
-    case reject_reason::memory: return "memory";
-    case reject_reason::rate_limit: return "rate_limit";
-    case reject_reason::unauthorized: return "unauthorized";
-    case reject_reason::draining: return "draining";
-    case reject_reason::max_connections: return "max_connections";
-    case reject_reason::bad_request: return "bad_request";
-    case reject_reason::too_large: return "too_large";
-    case reject_reason::header_timeout: return "header_timeout";
+    case reject_reason::queue_full:
+      return "queue_full";
+    case reject_reason::queue_timeout:
+      return "queue_timeout";
+    case reject_reason::memory:
+      return "memory";
+    case reject_reason::rate_limit:
+      return "rate_limit";
+    case reject_reason::unauthorized:
+      return "unauthorized";
+    case reject_reason::draining:
+      return "draining";
+    case reject_reason::max_connections:
+      return "max_connections";
+    case reject_reason::bad_request:
+      return "bad_request";
+    case reject_reason::too_large:
+      return "too_large";
+    case reject_reason::header_timeout:
+      return "header_timeout";
   }
   return "bad_request";
 }
 
 std::string_view to_string(stage s) noexcept {
   switch (s) {
-    case stage::parse: return "parse";
-    case stage::queue: return "queue";
-    case stage::ratelimit: return "ratelimit";
-    case stage::connect: return "connect";
-    case stage::relay: return "relay";
+    case stage::parse:
+      return "parse";
+    case stage::queue:
+      return "queue";
+    case stage::ratelimit:
+      return "ratelimit";
+    case stage::connect:
+      return "connect";
+    case stage::relay:
+      return "relay";
   }
   return "relay";
 }
@@ -75,7 +105,7 @@ std::string_view to_string(byte_direction d) noexcept {
 namespace {
 
 constexpr std::array<std::string_view, upstream_status_slots> status_labels = {
-    "200", "400", "401", "403", "404", "408", "409", "413", "422", "429",
+    "200", "400", "401", "403", "404", "408", "409", "413",   "422",  "429",
     "500", "502", "503", "504", "2xx", "4xx", "5xx", "other", "error"};
 constexpr std::size_t slot_2xx = exact_upstream_statuses.size();
 constexpr std::size_t slot_4xx = slot_2xx + 1;
@@ -105,22 +135,38 @@ static_assert(dense(all_routes) && dense(all_outcomes) && dense(all_reject_reaso
 std::size_t upstream_status_slot(int s) noexcept {
   // The exact codes are few and fixed; a switch compiles to a jump table or a short search.
   switch (s) {
-    case 200: return 0;
-    case 400: return 1;
-    case 401: return 2;
-    case 403: return 3;
-    case 404: return 4;
-    case 408: return 5;
-    case 409: return 6;
-    case 413: return 7;
-    case 422: return 8;
-    case 429: return 9;
-    case 500: return 10;
-    case 502: return 11;
-    case 503: return 12;
-    case 504: return 13;
-    case 0: return slot_error;
-    default: break;
+    case 200:
+      return 0;
+    case 400:
+      return 1;
+    case 401:
+      return 2;
+    case 403:
+      return 3;
+    case 404:
+      return 4;
+    case 408:
+      return 5;
+    case 409:
+      return 6;
+    case 413:
+      return 7;
+    case 422:
+      return 8;
+    case 429:
+      return 9;
+    case 500:
+      return 10;
+    case 502:
+      return 11;
+    case 503:
+      return 12;
+    case 504:
+      return 13;
+    case 0:
+      return slot_error;
+    default:
+      break;
   }
   if (s >= 200 && s <= 299) return slot_2xx;
   if (s >= 400 && s <= 499) return slot_4xx;
@@ -144,8 +190,8 @@ gateway_metrics::gateway_metrics(std::vector<std::string> upstream_names)
       inter_token_("sluice_inter_token_seconds", "Time between consecutive content events relayed on a stream.",
                    latency_buckets),
       overhead_("sluice_overhead_seconds",
-                "Time the gateway itself spent on a request, by stage (not waiting on the upstream).",
-                overhead_buckets, "stage", label_values(all_stages)) {
+                "Time the gateway itself spent on a request, by stage (not waiting on the upstream).", overhead_buckets,
+                "stage", label_values(all_stages)) {
   {
     std::set<std::string_view> seen;
     for (const auto& n : upstream_names_) {
@@ -162,7 +208,8 @@ gateway_metrics::gateway_metrics(std::vector<std::string> upstream_names)
   max_streams_ = gauge("sluice_max_streams", "The configured cap on concurrent streams (--max-streams).");
   queue_depth_ = gauge("sluice_queue_depth", "Requests waiting in the admission queue.");
   memory_budget_ = gauge("sluice_memory_budget_bytes", "The configured memory budget for request and stream buffers.");
-  memory_used_ = gauge("sluice_memory_used_bytes", "Bytes currently reserved from the memory budget.");
+  memory_used_ = gauge("sluice_memory_used_bytes",
+                       "Memory counted against the budget right now (what --shed-threshold is compared with).");
   connections_active_ = gauge("sluice_connections_active", "Open client connections.");
 
   auto& bytes = prometheus::BuildCounter()
@@ -221,8 +268,7 @@ result<void> metrics_registry::add_callback_gauge(std::string name, std::string 
   return add_callback({std::move(name), std::move(help), false, std::move(read)});
 }
 
-result<void> metrics_registry::add_callback_counter(std::string name, std::string help,
-                                                    std::function<double()> read) {
+result<void> metrics_registry::add_callback_counter(std::string name, std::string help, std::function<double()> read) {
   return add_callback({std::move(name), std::move(help), true, std::move(read)});
 }
 

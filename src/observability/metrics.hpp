@@ -4,6 +4,12 @@
 // Lifetime: metrics_registry is built once by the composition root and outlives every user.
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -13,12 +19,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/metric_family.h>
-#include <prometheus/registry.h>
 
 #include "core/error.hpp"
 #include "observability/histogram.hpp"
@@ -31,22 +31,34 @@ namespace sluice::obs {
 enum class route : std::uint8_t { chat_completions, completions, responses, models, healthz, readyz, metrics, other };
 enum class outcome : std::uint8_t { ok, client_error, upstream_error, rejected, cancelled, timeout, internal };
 enum class reject_reason : std::uint8_t {
-  queue_full, queue_timeout, memory, rate_limit, unauthorized, draining, max_connections, bad_request, too_large,
+  queue_full,
+  queue_timeout,
+  memory,
+  rate_limit,
+  unauthorized,
+  draining,
+  max_connections,
+  bad_request,
+  too_large,
   header_timeout
 };
 enum class stage : std::uint8_t { parse, queue, ratelimit, connect, relay };
-enum class direction : std::uint8_t { prompt, completion };     // tokens
-enum class byte_direction : std::uint8_t { upstream, downstream };  // stream bytes: read from upstream / written to clients
+enum class direction : std::uint8_t { prompt, completion };  // tokens
+enum class byte_direction : std::uint8_t {
+  upstream,
+  downstream
+};  // stream bytes: read from upstream / written to clients
 
 inline constexpr std::array all_routes = {route::chat_completions, route::completions, route::responses, route::models,
                                           route::healthz,          route::readyz,      route::metrics,   route::other};
-inline constexpr std::array all_outcomes = {outcome::ok,        outcome::client_error, outcome::upstream_error,
-                                            outcome::rejected,  outcome::cancelled,    outcome::timeout,
+inline constexpr std::array all_outcomes = {outcome::ok,       outcome::client_error, outcome::upstream_error,
+                                            outcome::rejected, outcome::cancelled,    outcome::timeout,
                                             outcome::internal};
-inline constexpr std::array all_reject_reasons = {
-    reject_reason::queue_full, reject_reason::queue_timeout,   reject_reason::memory,      reject_reason::rate_limit,
-    reject_reason::unauthorized, reject_reason::draining,      reject_reason::max_connections,
-    reject_reason::bad_request, reject_reason::too_large,      reject_reason::header_timeout};
+inline constexpr std::array all_reject_reasons = {reject_reason::queue_full,      reject_reason::queue_timeout,
+                                                  reject_reason::memory,          reject_reason::rate_limit,
+                                                  reject_reason::unauthorized,    reject_reason::draining,
+                                                  reject_reason::max_connections, reject_reason::bad_request,
+                                                  reject_reason::too_large,       reject_reason::header_timeout};
 inline constexpr std::array all_stages = {stage::parse, stage::queue, stage::ratelimit, stage::connect, stage::relay};
 inline constexpr std::array all_directions = {direction::prompt, direction::completion};
 inline constexpr std::array all_byte_directions = {byte_direction::upstream, byte_direction::downstream};
@@ -113,7 +125,9 @@ class gateway_metrics final : public prometheus::Collectable {
 
  private:
   template <class E>
-  static constexpr std::size_t idx(E e) noexcept { return static_cast<std::size_t>(e); }
+  static constexpr std::size_t idx(E e) noexcept {
+    return static_cast<std::size_t>(e);
+  }
 
   std::vector<std::string> upstream_names_;
   prometheus::Registry registry_;  // owns the counter and gauge families; only this struct adds to it

@@ -59,8 +59,10 @@ prometheus::MetricFamily single(std::string_view name, std::string_view help, pr
   f.help = help;
   f.type = type;
   prometheus::ClientMetric m;
-  if (type == prometheus::MetricType::Counter) m.counter.value = value;
-  else m.gauge.value = value;
+  if (type == prometheus::MetricType::Counter)
+    m.counter.value = value;
+  else
+    m.gauge.value = value;
   f.metric.push_back(std::move(m));
   return f;
 }
@@ -78,12 +80,23 @@ std::optional<proc_stat> parse_proc_stat(std::string_view line) {
     if (!next_field(rest, f)) return std::nullopt;
     bool good = true;
     switch (field) {
-      case 14: good = to_u64(f, s.utime_ticks); break;
-      case 15: good = to_u64(f, s.stime_ticks); break;
-      case 22: good = to_u64(f, s.start_ticks); break;
-      case 23: good = to_u64(f, s.vsize_bytes); break;
-      case 24: good = to_u64(f, s.rss_pages); break;
-      default: break;
+      case 14:
+        good = to_u64(f, s.utime_ticks);
+        break;
+      case 15:
+        good = to_u64(f, s.stime_ticks);
+        break;
+      case 22:
+        good = to_u64(f, s.start_ticks);
+        break;
+      case 23:
+        good = to_u64(f, s.vsize_bytes);
+        break;
+      case 24:
+        good = to_u64(f, s.rss_pages);
+        break;
+      default:
+        break;
     }
     if (!good) return std::nullopt;
   }
@@ -124,16 +137,16 @@ std::vector<prometheus::MetricFamily> process_collector::Collect() const {
                            static_cast<double>(s->rss_pages) * static_cast<double>(page)));
       if (auto boot = read_file("/proc/stat")) {
         if (auto btime = parse_boot_time(*boot)) {
-          out.push_back(single("process_start_time_seconds",
-                               "Start time of the process since unix epoch in seconds.", MetricType::Gauge,
+          out.push_back(single("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+                               MetricType::Gauge,
                                static_cast<double>(*btime) + static_cast<double>(s->start_ticks) / hz));
         }
       }
     }
   }
   if (auto n = count_open_fds()) {
-    out.push_back(single("process_open_fds", "Number of open file descriptors.", MetricType::Gauge,
-                         static_cast<double>(*n)));
+    out.push_back(
+        single("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, static_cast<double>(*n)));
   }
   if (rlimit lim{}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
     // RLIM_INFINITY would print as 1.8e19; client_golang reports it the same way, so keep it.

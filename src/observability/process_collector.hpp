@@ -3,14 +3,14 @@
 // On a system without /proc, or if a read fails, the affected metrics are left out of that scrape.
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 namespace sluice::obs {
 
@@ -34,8 +34,8 @@ class process_collector final : public prometheus::Collectable {
  public:
   // The names Collect() may yield, for name-collision checks.
   static constexpr std::array<std::string_view, 6> metric_names = {
-      "process_cpu_seconds_total", "process_open_fds",           "process_max_fds",
-      "process_virtual_memory_bytes", "process_resident_memory_bytes", "process_start_time_seconds"};
+      "process_cpu_seconds_total",     "process_open_fds",          "process_max_fds", "process_virtual_memory_bytes",
+      "process_resident_memory_bytes", "process_start_time_seconds"};
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 };

@@ -1,10 +1,11 @@
 #include "observability/gauge_hold.hpp"
-#include "observability/stopwatch.hpp"
 
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <vector>
+
+#include "observability/stopwatch.hpp"
 
 namespace sluice::obs {
 namespace {

@@ -6,10 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
-
 #include <map>
-#include <regex>
 #include <sstream>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "config/option_table.hpp"
@@ -48,7 +48,18 @@ boost::json::object parse_line(const std::string& line) {
   return v.as_object();
 }
 
-const std::regex rfc3339_ms_utc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
+// RFC 3339, UTC, milliseconds: 2025-03-14T09:26:53.589Z. (No std::regex: GCC 12 warns inside
+// <regex> under the sanitizers, and the shape is simple enough to check by hand.)
+bool is_rfc3339_ms_utc(std::string_view t) {
+  constexpr std::string_view shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (t.size() != shape.size()) return false;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (shape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != shape[i]) return false;
+  }
+  const int month = (t[5] - '0') * 10 + (t[6] - '0'), day = (t[8] - '0') * 10 + (t[9] - '0');
+  const int hour = (t[11] - '0') * 10 + (t[12] - '0'), minute = (t[14] - '0') * 10 + (t[15] - '0');
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour < 24 && minute < 60;
+}
 
 request_record sample_record() {
   request_record r;
@@ -75,7 +86,7 @@ TEST(log, stream_completed_is_one_valid_json_object_per_line) {
   ASSERT_EQ(lines.size(), 1u);
   const auto o = parse_line(lines[0]);
   ASSERT_TRUE(o.contains("ts"));
-  EXPECT_TRUE(std::regex_match(std::string(o.at("ts").as_string()), rfc3339_ms_utc)) << o.at("ts");
+  EXPECT_TRUE(is_rfc3339_ms_utc(o.at("ts").as_string())) << o.at("ts");
   EXPECT_EQ(o.at("level").as_string(), "info");
   EXPECT_EQ(o.at("msg").as_string(), "stream completed");
   EXPECT_EQ(o.at("request_id").as_string(), "req-7f3a");
@@ -119,8 +130,8 @@ TEST(log, hostile_values_stay_inside_one_valid_line) {
   captured_log cap;
   request_record r = sample_record();
   // Request ids come from a header: quotes, backslashes, newlines, controls, invalid UTF-8.
-  const std::string id = std::string("a\"b\\c\nd\re\tf") + '\x01' + '\x7f' + "\xff\xfe" + "\xc3\x28" +
-                         "\xed\xa0\x80" + "\xf4\x90\x80\x80" + "é€😀" + "\"}, \"level\":\"error";
+  const std::string id = std::string("a\"b\\c\nd\re\tf") + '\x01' + '\x7f' + "\xff\xfe" + "\xc3\x28" + "\xed\xa0\x80" +
+                         "\xf4\x90\x80\x80" + "é€😀" + "\"}, \"level\":\"error";
   r.request_id = id;
   r.model = "{\"inject\":true}\n{\"msg\":\"forged\"}";
   log_stream_completed(r);
@@ -151,15 +162,14 @@ TEST(log, text_format_is_logfmt_with_quoting) {
   log_warn("careful", {{"odd key", "v"}, {"empty", ""}, {"flag", true}, {"n", -3}});
   const auto lines = cap.lines();
   ASSERT_EQ(lines.size(), 2u);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(lines[0], m, std::regex(R"(^ts=(\S+) level=info msg="stream completed" )")));
-  EXPECT_TRUE(std::regex_match(m[1].str(), rfc3339_ms_utc));
-  EXPECT_NE(lines[0].find(" request_id=req-7f3a "), std::string::npos);
+  ASSERT_TRUE(lines[0].starts_with("ts=")) << lines[0];
+  EXPECT_TRUE(is_rfc3339_ms_utc(std::string_view(lines[0]).substr(3, 24))) << lines[0];
+  const std::string head = " level=info msg=\"stream completed\" request_id=req-7f3a ";
+  EXPECT_EQ(lines[0].substr(27, head.size()), head) << lines[0];
   EXPECT_NE(lines[0].find(" model=\"my model=\\\"x\\\"\\nnext\" "), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find(" status=200 "), std::string::npos);
   EXPECT_NE(lines[0].find(" ttft_ms=312.457 "), std::string::npos);
-  EXPECT_EQ(lines[1].substr(lines[1].find(" level=")),
-            " level=warn msg=careful odd_key=v empty=\"\" flag=true n=-3");
+  EXPECT_EQ(lines[1].substr(lines[1].find(" level=")), " level=warn msg=careful odd_key=v empty=\"\" flag=true n=-3");
 }
 
 TEST(log, level_filters_and_off_silences) {
@@ -200,7 +210,7 @@ TEST(log, plain_spdlog_calls_come_out_in_the_same_format) {
   const auto o = parse_line(lines[0]);
   EXPECT_EQ(o.at("level").as_string(), "warn");
   EXPECT_EQ(o.at("msg").as_string(), "listening on 127.0.0.1:8080 with \"quotes\"\n");
-  EXPECT_TRUE(std::regex_match(std::string(o.at("ts").as_string()), rfc3339_ms_utc));
+  EXPECT_TRUE(is_rfc3339_ms_utc(o.at("ts").as_string()));
   EXPECT_EQ(parse_line(lines[1]).at("msg").as_string(), "second");
 }
 

@@ -135,12 +135,8 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
   for (int code : {200, 400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 201, 418, 599, 0, 302})
     statuses.emplace(upstream_status_label(code));
   const std::map<std::string, std::set<std::string>> allowed = {
-      {"route", names_of(all_routes)},
-      {"outcome", names_of(all_outcomes)},
-      {"reason", names_of(all_reject_reasons)},
-      {"stage", names_of(all_stages)},
-      {"upstream", {"openai", "local-vllm"}},
-      {"status", statuses},
+      {"route", names_of(all_routes)}, {"outcome", names_of(all_outcomes)},    {"reason", names_of(all_reject_reasons)},
+      {"stage", names_of(all_stages)}, {"upstream", {"openai", "local-vllm"}}, {"status", statuses},
   };
   const std::map<std::string, std::set<std::string>> direction_values = {
       {"sluice_tokens_total", names_of(all_directions)},
@@ -411,7 +407,8 @@ TEST(metrics_registry, promtool_check_catches_a_bad_exposition) {
   };
   auto bad = std::make_shared<bad_counter>();
   reg.add_collectable(bad);
-  const auto in = (std::filesystem::temp_directory_path() / ("sluice_bad_" + std::to_string(::getpid()) + ".prom")).string();
+  const auto in =
+      (std::filesystem::temp_directory_path() / ("sluice_bad_" + std::to_string(::getpid()) + ".prom")).string();
   { std::ofstream(in) << reg.serialize(); }
   const int rc = std::system((std::string(promtool) + " check metrics < " + in + " > /dev/null 2>&1").c_str());
   std::filesystem::remove(in);

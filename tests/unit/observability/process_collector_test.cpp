@@ -60,8 +60,7 @@ TEST(process_collector, reports_plausible_values_for_this_process) {
   EXPECT_GE(v.at("process_virtual_memory_bytes"), v.at("process_resident_memory_bytes"));
   EXPECT_GE(v.at("process_open_fds"), 3.0);  // stdin, stdout, stderr
   EXPECT_GE(v.at("process_max_fds"), v.at("process_open_fds"));
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_LE(v.at("process_start_time_seconds"), now + 1.0);
   EXPECT_GT(v.at("process_start_time_seconds"), now - 6 * 3600.0);  // this test process started recently
 }

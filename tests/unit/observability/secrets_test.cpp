@@ -1,8 +1,6 @@
 // Secrets never reach the logs: the logging API takes no headers, requests or keys, so a caller
 // building log records from a real request has nowhere to put the Authorization value. This test
 // plays such a caller with keys planted everywhere a request carries them and searches the output.
-#include "observability/log.hpp"
-
 #include <gtest/gtest.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -12,6 +10,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "observability/log.hpp"
 #include "observability/metrics.hpp"
 
 namespace sluice::obs {
