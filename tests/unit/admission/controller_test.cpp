@@ -421,3 +421,23 @@ TEST_F(controller_test, AlreadyCancelledCoroutineIsRefusedWithoutQueueing) {
   EXPECT_EQ(out->refusal().why, refusal::cancelled);
   EXPECT_EQ(c.queued(), 0u);
 }
+
+TEST_F(controller_test, GrantNeverDeliveredStillGivesTheSlotBack) {
+  controller c(opts(1), budget);
+  std::shared_ptr<outcome> w;
+  {
+    net::io_context worker;  // a worker that is torn down with a grant still in flight
+    auto holder = spawn_acquire(worker, c, 10);
+    worker.poll();
+    ASSERT_TRUE(holder->granted());
+    w = spawn_acquire(worker, c, 10);
+    worker.restart();
+    worker.poll();
+    ASSERT_EQ(c.queued(), 1u);
+    holder->result.reset();  // grants `w`; its completion is posted to `worker`, never to run
+    EXPECT_EQ(c.in_use(), 1u);
+  }
+  EXPECT_FALSE(w->done());
+  EXPECT_EQ(c.in_use(), 0u);
+  EXPECT_EQ(budget.reserved(), 0u);
+}
