@@ -10,6 +10,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,10 +78,11 @@ struct slot {
 };
 
 struct thread_state {
-  explicit thread_state(net::io_context& ctx) : ioc(&ctx), deadline_timer(ctx) {}
+  explicit thread_state(net::io_context& ctx) : ioc(&ctx) { deadline_timer.emplace(ctx); }
 
   net::io_context* ioc;
-  net::steady_timer deadline_timer;
+  // Reset by run() before the io_context dies; the thread_state itself outlives the pool.
+  std::optional<net::steady_timer> deadline_timer;
   bool stopping = false;              // the run deadline passed: no new requests, open ones time out
   std::uint64_t workers_left = 0;
   std::uint64_t in_flight = 0;        // requests started and not yet counted

@@ -86,8 +86,8 @@ result<report> run(const options& opt) {
     for (std::uint64_t w = 0; w < rs.workers; ++w) ++states[w % threads]->workers_left;
     for (auto& ts : states) {
       if (ts->workers_left == 0) continue;
-      ts->deadline_timer.expires_at(rs.deadline);
-      ts->deadline_timer.async_wait([t = ts.get()](error_code ec) {
+      ts->deadline_timer->expires_at(rs.deadline);
+      ts->deadline_timer->async_wait([t = ts.get()](error_code ec) {
         if (!ec) t->expire();
       });
     }
@@ -127,6 +127,7 @@ result<report> run(const options& opt) {
     if (progress) std::fputs("\r\033[K", stderr);
     if (forced) pool.stop();
     pool.join();
+    for (auto& ts : states) ts->deadline_timer.reset();  // an I/O object must die before its io_context
     if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
     rep.wall_seconds = std::chrono::duration<double>(clock::now() - rs.start).count();
     // A forced stop leaves requests uncounted; they were cut off by the deadline.

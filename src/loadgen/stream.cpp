@@ -221,7 +221,7 @@ void thread_state::expire() {
 }
 
 void thread_state::worker_finished() {
-  if (--workers_left == 0) deadline_timer.cancel();  // lets the io_context run out of work
+  if (--workers_left == 0 && deadline_timer) deadline_timer->cancel();  // lets the io_context run out of work
 }
 
 void run_state::worker_finished() {
