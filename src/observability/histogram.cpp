@@ -9,6 +9,10 @@
 
 namespace sluice::obs {
 
+// The whole point of this type: observe() must never fall back to a lock inside std::atomic.
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<double>::is_always_lock_free);
+
 histogram::histogram(std::span<const double> upper_bounds)
     : bounds_(upper_bounds), counts_(std::make_unique<std::atomic<std::uint64_t>[]>(upper_bounds.size() + 1)) {
   assert(std::adjacent_find(bounds_.begin(), bounds_.end(), std::greater_equal<>()) == bounds_.end());

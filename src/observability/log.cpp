@@ -322,9 +322,10 @@ void emit(spdlog::level::level_enum level, std::string_view msg, std::span<const
   s.logger->log(spdlog::source_loc{}, level, spdlog::string_view_t(line.data(), line.size()));
 }
 
+// Milliseconds rounded to the microsecond: finer digits are clock noise and only lengthen lines.
 double ms3(double ms) {
   return std::round(ms * 1000.0) / 1000.0;
-}  // microsecond precision is plenty
+}
 
 }  // namespace
 

@@ -44,10 +44,8 @@ enum class reject_reason : std::uint8_t {
 };
 enum class stage : std::uint8_t { parse, queue, ratelimit, connect, relay };
 enum class direction : std::uint8_t { prompt, completion };  // tokens
-enum class byte_direction : std::uint8_t {
-  upstream,
-  downstream
-};  // stream bytes: read from upstream / written to clients
+// Stream bytes: read from upstreams / written to clients.
+enum class byte_direction : std::uint8_t { upstream, downstream };
 
 inline constexpr std::array all_routes = {route::chat_completions, route::completions, route::responses, route::models,
                                           route::healthz,          route::readyz,      route::metrics,   route::other};

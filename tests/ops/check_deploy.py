@@ -249,7 +249,20 @@ if yaml is not None:
         files = {f.name for f in kdir.glob("*.yaml")} - {"kustomization.yaml"}
         return None if listed == files else f"kustomization resources {sorted(listed)} != files {sorted(files)}"
 
+    def options_exist():
+        # The option names the code registers (option_table add/add_size/.../add_custom calls):
+        # `sluice serve` rejects unknown config keys and flags, so a typo here is a failed rollout.
+        registered = set()
+        for f in (root / "src").rglob("*.cpp"):
+            registered |= set(re.findall(r'\badd(?:_size|_duration|_list|_custom)?\(\{?"([a-z0-9-]+)"', f.read_text()))
+        used = set(config().keys())
+        used |= {a[2:].split("=", 1)[0] for a in container().get("args", []) if a.startswith("--")}
+        used -= {"config"}  # `serve --config FILE` is a CLI11 option of its own
+        unknown = sorted(used - registered)
+        return f"options not registered by any module: {unknown}" if unknown else None
+
     if {"Deployment", "ConfigMap"} <= docs.keys():
+        check("config keys and flags are registered options", options_exist)
         check("grace period covers preStop + drain", grace_covers_drain)
         check("config map is flat, secret-free, complete", config_is_flat_and_secret_free)
         check("probes: /healthz liveness, /readyz readiness", probes)
