@@ -82,7 +82,7 @@ struct report {
   percentiles ttft, gap, e2e;
   double wall_seconds = 0, chunks_per_second = 0;
   std::size_t baseline_rss_bytes = 0, peak_rss_bytes = 0;  // of options.pid; 0 when not sampled
-  std::vector<std::string> failure_samples;  // the first few failure reasons, for diagnosis
+  std::vector<std::string> failure_samples;  // the first few distinct failure reasons, for diagnosis
 };
 
 // Validates the options, resolves the target once, runs, and returns the merged report.

@@ -57,7 +57,7 @@ std::string format_text(const report& r) {
                ull(r.error_events), ull(r.timeouts));
   out += fmt("  %-18s", "status");
   if (r.status_counts.empty()) out += " none";
-  for (const auto& [code, n] : r.status_counts) out += fmt(" %d: %llu ", code, ull(n));
+  for (const auto& [code, n] : r.status_counts) out += fmt(" %d: %llu", code, ull(n));
   out += "\n";
   if (r.retry_after_seen > 0) out += fmt("  %-18s %llu\n", "retry-after seen", ull(r.retry_after_seen));
   out += line("ttft ms", r.ttft);

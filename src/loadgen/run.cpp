@@ -158,7 +158,9 @@ result<report> run(const options& opt) {
     rep.bytes += s.bytes;
     for (const auto& [code, n] : s.status_counts) rep.status_counts[code] += n;
     for (const auto& why : s.failure_samples)
-      if (rep.failure_samples.size() < detail::thread_stats::max_failure_samples) rep.failure_samples.push_back(why);
+      if (rep.failure_samples.size() < detail::thread_stats::max_failure_samples &&
+          std::find(rep.failure_samples.begin(), rep.failure_samples.end(), why) == rep.failure_samples.end())
+        rep.failure_samples.push_back(why);
     ttft.merge(s.ttft);
     gap.merge(s.gap);
     e2e.merge(s.e2e);

@@ -10,6 +10,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
+
 #include "loadgen/engine.hpp"
 
 namespace sluice::loadgen::detail {
@@ -67,7 +69,7 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
   timer.expires_after(opt.connect_timeout);
   auto connected = co_await (sock.async_connect(rs.endpoint, net::as_tuple(use_task)) ||
                              timer.async_wait(net::as_tuple(use_task)));
-  if (ts.stopping) co_return fail(outcome::timeout, "run deadline during connect");
+  if (ts.stopping) co_return fail(outcome::timeout, "run stopped (deadline or cancel) while connecting");
   if (connected.index() == 1) co_return fail(outcome::connect, "connect timed out");
   if (auto cec = std::get<0>(std::get<0>(connected)); cec) co_return fail(outcome::connect, "connect: " + cec.message());
   open_guard open(rs);
@@ -78,7 +80,7 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
   if (ec) co_return fail(outcome::connect, "non-blocking mode: " + ec.message());
 
   co_await net::async_write(sock, net::buffer(rs.request), ec_out(ec));
-  if (ts.stopping) co_return fail(outcome::timeout, "run deadline while sending");
+  if (ts.stopping) co_return fail(outcome::timeout, "run stopped (deadline or cancel) while sending");
   if (ec) co_return fail(outcome::connect, "send: " + ec.message());
   const auto sent = clock::now();
 
@@ -104,7 +106,7 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
 
   for (;;) {
     co_await sock.async_wait(tcp::socket::wait_read, ec_out(ec));
-    if (ts.stopping) co_return finish(fail(outcome::timeout, "run deadline while reading"));
+    if (ts.stopping) co_return finish(fail(outcome::timeout, "run stopped (deadline or cancel) while reading"));
     std::size_t n = 0;
     if (!ec) n = sock.read_some(net::buffer(ts.read_buf.data(), read_max), ec);
     if (ec == net::error::would_block || ec == net::error::try_again) continue;
@@ -155,7 +157,7 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
         if (opt.read_mode == mode::never_read) {
           timer.expires_after(opt.hold);
           co_await timer.async_wait(ec_out(ec));
-          if (ts.stopping) co_return finish(fail(outcome::timeout, "run deadline while holding"));
+          if (ts.stopping) co_return finish(fail(outcome::timeout, "run stopped (deadline or cancel) while holding"));
           co_return finish({outcome::abandoned_ok, {}});
         }
       }
@@ -177,7 +179,7 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
     if (opt.read_mode == mode::slow) {
       timer.expires_after(opt.read_delay);
       co_await timer.async_wait(ec_out(ec));
-      if (ts.stopping) co_return finish(fail(outcome::timeout, "run deadline while reading slowly"));
+      if (ts.stopping) co_return finish(fail(outcome::timeout, "run stopped (deadline or cancel) while reading slowly"));
     }
   }
 }
@@ -242,7 +244,10 @@ void thread_stats::count(outcome o, std::string_view why) {
     case outcome::error_event: ++error_event; break;
     case outcome::timeout: ++timeout; break;
   }
-  if (failure_samples.size() < max_failure_samples) failure_samples.emplace_back(why);
+  // Distinct reasons only: 10,000 identical timeouts are one line of diagnosis.
+  if (failure_samples.size() < max_failure_samples &&
+      std::find(failure_samples.begin(), failure_samples.end(), why) == failure_samples.end())
+    failure_samples.emplace_back(why);
 }
 
 task<void> worker(thread_state* ts, run_state* rs, std::uint64_t index) {
