@@ -63,16 +63,18 @@ generator::generator(const completion_request& req, std::uint64_t tokens, std::u
 std::uint64_t generator::next() noexcept { return splitmix(state_); }
 
 void generator::append_token_text(std::string& out) {
+  // Words (cut to fit) each followed by a space, so a stream reads as text at any token size.
   std::uint64_t left = token_size_;
   while (left > 0) {
     auto w = words[next() % words.size()];
-    std::uint64_t take = std::min<std::uint64_t>(left, w.size());
-    out.append(w.substr(0, take));
-    left -= take;
-    if (left > 0) {
-      out.push_back(' ');
-      --left;
+    if (left == 1) {
+      out.push_back(w[0]);
+      break;
     }
+    std::uint64_t take = std::min<std::uint64_t>(w.size(), left - 1);
+    out.append(w.substr(0, take));
+    out.push_back(' ');
+    left -= take + 1;
   }
 }
 

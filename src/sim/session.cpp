@@ -48,7 +48,10 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   const bool post = req.method() == http::verb::post, get = req.method() == http::verb::get;
 
   if (target == "/v1/chat/completions" || target == "/v1/completions") {
-    if (post) co_return co_await serve_completion(c, target == "/v1/completions" ? api::completion : api::chat, req);
+    if (post) {
+      auto end = co_await serve_completion(c, target == "/v1/completions" ? api::completion : api::chat, req);
+      co_return end;
+    }
   } else if (target == "/v1/models") {
     if (get) {
       auto res = json_response(models_body(c.owner.opts.models), keep);
@@ -120,7 +123,10 @@ task<void> run_session(tcp::socket socket, worker* w) {
         res = make_error(431, false, "Request header fields too large", "invalid_request_error");
       else if (is_parse_error(ec))
         res = make_error(400, false, "Malformed HTTP request: " + ec.message(), "invalid_request_error");
-      if (res) co_await write_simple(c, *res);
+      if (res) {
+        auto ignored_end = co_await write_simple(c, *res);
+        (void)ignored_end;
+      }
       break;
     }
     if (*end != response_end::done) break;
