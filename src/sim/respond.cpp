@@ -1,6 +1,7 @@
 // Serving one completion request: status faults, delays, the SSE stream or the whole body, and the
 // mid-stream faults. The response runs beside a read on the socket (watch_peer) so a client that
 // leaves is noticed at once, even while the simulator is only waiting.
+
 // GCC 12 at -O2 reports a false -Wmismatched-new-delete on Asio's awaitable frames (its class
 // operator new/delete pair) once a parallel_group is inlined here.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "sim/content.hpp"
 #include "sim/worker.hpp"
@@ -25,6 +27,14 @@ constexpr std::size_t flush_bytes = 16 * 1024;
 // Bytes a peer may send (a pipelined next request) while its response is running.
 constexpr std::size_t max_early_bytes = 64 * 1024;
 
+struct active_stream {
+  explicit active_stream(counters& c) : n(c) { counters::inc(n.active_streams); }
+  ~active_stream() { counters::dec(n.active_streams); }
+  active_stream(const active_stream&) = delete;
+  active_stream& operator=(const active_stream&) = delete;
+  counters& n;
+};
+
 // Everything one response needs, in the serve_completion frame; respond() and watch_peer() borrow it.
 struct exchange {
   connection& c;
@@ -37,15 +47,16 @@ struct exchange {
   std::string event;    // one SSE event, reused
   bool stream_open = false;  // a stream that neither completed nor ended by a fault
   response_end end = response_end::peer_gone;
+  std::optional<active_stream> gauge = {};  // while stream_open
+
+  // The stream ends: the gauge drops before the counter that says why moves, so a test that sees
+  // the outcome also sees active_streams fall.
+  void close_stream() {
+    stream_open = false;
+    gauge.reset();
+  }
 };
 
-struct active_stream {
-  explicit active_stream(counters& c) : n(c) { counters::inc(n.active_streams); }
-  ~active_stream() { counters::dec(n.active_streams); }
-  active_stream(const active_stream&) = delete;
-  active_stream& operator=(const active_stream&) = delete;
-  counters& n;
-};
 
 // GCC 12 miscompiles co_await inside conditions and short-circuit operators in some coroutine
 // shapes, so results are always taken into a variable first.
@@ -183,7 +194,7 @@ task<void> respond_stream(exchange& x) {
       ok = co_await flush(x);
       if (!ok) co_return;
       if (x.s.reset_after == i) {
-        x.stream_open = false;
+        x.close_stream();
         reset_connection(x);
       } else {
         co_await stall(x);
@@ -214,8 +225,8 @@ task<void> respond_stream(exchange& x) {
   frame_event(x);
   x.pending += "0\r\n\r\n";
   // Counted before the last write so a client that has read [DONE] always sees it in the stats.
+  x.close_stream();
   counters::inc(w.count.streams_completed);
-  x.stream_open = false;
   ok = co_await flush(x);
   x.end = !ok ? response_end::peer_gone : x.keep_alive ? response_end::done : response_end::close;
 }
@@ -276,11 +287,10 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   }
 
   exchange x{c, *settings, *creq, keep, pick_status_fault(*settings, w.opts, w.next_uniform()),
-             net::steady_timer(w.ctx), {}, {}, false, response_end::peer_gone};
-  std::optional<active_stream> gauge;
+             net::steady_timer(w.ctx), {}, {}, false, response_end::peer_gone, {}};
   if (x.fault == status_fault::none && creq->stream) {
     counters::inc(w.count.streams_started);
-    gauge.emplace(w.count);
+    x.gauge.emplace(w.count);
     x.stream_open = true;
   }
   // The response and the peer watcher run side by side; whichever ends first cancels the other
@@ -294,7 +304,10 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   if (order[0] == 0 && respond_error) std::rethrow_exception(respond_error);  // a bug: reported by the session
   (void)watch_error;  // the watcher ends by cancellation or by the peer leaving; neither is an error
   if (order[0] == 1) x.end = response_end::peer_gone;  // the watcher won: the response was cut
-  if (x.stream_open && x.end == response_end::peer_gone) counters::inc(w.count.streams_aborted);
+  if (x.stream_open && x.end == response_end::peer_gone) {
+    x.close_stream();
+    counters::inc(w.count.streams_aborted);
+  }
   co_return x.end;
 }
 
