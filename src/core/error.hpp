@@ -38,9 +38,10 @@ struct error {
   std::string param = {};   // OpenAI `param`: the offending field, if any
   int upstream_status = 0;  // for errc::upstream_status
   bool retryable = false;   // could the same request succeed elsewhere or later?
+  std::string api_code = {};  // OpenAI `code` (e.g. "invalid_api_key"); empty -> derived from `code`
 
   static error make(errc c, std::string msg, std::string param = {}) {
-    return error{c, std::move(msg), std::move(param), 0, false};
+    return error{c, std::move(msg), std::move(param), 0, false, {}};
   }
 };
 

@@ -22,7 +22,12 @@ worker_pool::~worker_pool() { stop(); }
 
 void worker_pool::start() {
   for (auto& ctx : contexts_) {
-    threads_.emplace_back([c = ctx.get()] { c->run(); });
+    threads_.emplace_back([this, c = ctx.get()] {
+      c->run();
+      std::lock_guard lock(mu_);
+      ++finished_;
+      cv_.notify_all();
+    });
   }
 }
 
@@ -33,6 +38,11 @@ void worker_pool::release() {
 void worker_pool::stop() {
   for (auto& ctx : contexts_) ctx->stop();
   join();
+}
+
+bool worker_pool::wait_for(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return finished_ >= threads_.size(); });
 }
 
 void worker_pool::join() {

@@ -3,7 +3,10 @@
 // Construct and start on the main thread; stop() may be called from any thread.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -33,12 +36,17 @@ class worker_pool {
   void stop();
   // Waits for the threads to return (after release() once their work is done, or after stop()).
   void join();
+  // Waits at most `timeout` for every thread to run out of work; true when they all did.
+  bool wait_for(std::chrono::milliseconds timeout);
 
  private:
   using guard = net::executor_work_guard<net::io_context::executor_type>;
   std::vector<std::unique_ptr<net::io_context>> contexts_;
   std::vector<guard> guards_;
   std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t finished_ = 0;
 };
 
 // Threads to use when the config says 0: the number of cores (at least 1).

@@ -19,6 +19,7 @@ struct event_view {
   std::string_view data;  // data lines joined by '\n', without the final '\n'
   std::string_view id;
   std::optional<std::uint32_t> retry;
+  std::size_t end = 0;  // offset in the chunk being fed just past this event's blank line
 };
 
 class parser {
@@ -58,6 +59,7 @@ class parser {
   std::optional<std::uint32_t> retry_;
   bool has_data_ = false;
   bool skip_lf_ = false;         // the previous chunk ended in CR: a leading LF completes CRLF
+  std::size_t line_end_ = 0;     // offset just past the line being processed, for event_view::end
 };
 
 // Writes one event in wire format: optional "event:" line, one "data:" line per data line, blank line.
@@ -84,7 +86,7 @@ parser::line_result parser::process_line(std::string_view line, OnEvent& on_even
   // Blank line: dispatch (only if some data arrived, per spec) and start the next event.
   line_result r = line_result::dispatched;
   if (has_data_) {
-    event_view ev{type_, std::string_view(data_).substr(0, data_.size() - 1), id_, retry_};
+    event_view ev{type_, std::string_view(data_).substr(0, data_.size() - 1), id_, retry_, line_end_};
     if constexpr (std::is_same_v<decltype(on_event(ev)), bool>) {
       if (!on_event(ev)) r = line_result::stop;
     } else {
@@ -120,7 +122,7 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
       if (event_bytes_ + add > max_event_bytes_)
         return error{errc::upstream_protocol,
                      "SSE event exceeds the maximum event size of " + std::to_string(max_event_bytes_) + " bytes",
-                     {}, 0, false};
+                     {}, 0, false, {}};
       line_.append(chunk.data() + pos, add);
       event_bytes_ += add;
       break;
@@ -137,8 +139,9 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
     if (event_bytes_ + add > max_event_bytes_)
       return error{errc::upstream_protocol,
                    "SSE event exceeds the maximum event size of " + std::to_string(max_event_bytes_) + " bytes",
-                   {}, 0, false};
+                   {}, 0, false, {}};
     event_bytes_ += add;
+    line_end_ = end + term;
     line_result lr;
     if (line_.empty()) {
       lr = process_line(chunk.substr(pos, end - pos), on_event);

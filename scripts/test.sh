@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs dependencies, builds, runs every
+# test (unit, integration, e2e with the official openai npm SDK, ops checks with promtool), then
+# builds and runs the unit and integration tests again under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=$(nproc)
+bash scripts/install-deps.sh
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_BENCH=ON >/dev/null
+cmake --build build -j "$jobs"
+
+echo "== tests"
+(cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+echo "== build (ASan + UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+
+echo "== tests under ASan + UBSan"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|integration')

@@ -1,0 +1,22 @@
+#include "app/serve_options.hpp"
+
+#include "config/option_table.hpp"
+#include "upstream/url.hpp"
+
+namespace sluice::app {
+
+void serve_options::register_options(config::option_table& t) {
+  http.register_options(t);
+  upstream.register_options(t);
+  proxy.register_options(t);
+}
+
+result<void> serve_options::validate() const {
+  if (auto u = upstream::parse_url(upstream.url); !u) return std::move(u).err();
+  if (auto a = config::parse_host_port(http.listen); !a) return std::move(a).err();
+  if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
+  if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");
+  return ok;
+}
+
+}  // namespace sluice::app

@@ -1,0 +1,179 @@
+#include "http/connection.hpp"
+
+#include <sys/socket.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace sluice::http {
+
+using namespace boost::asio::experimental::awaitable_operators;
+
+connection::connection(tcp::socket socket, const server_options& opts)
+    : socket_(std::move(socket)), cancel_timer_(socket_.get_executor()), buffer_(opts.max_header_bytes + 4096), opts_(opts) {
+  error_code ec;
+  socket_.set_option(tcp::no_delay(true), ec);
+}
+
+connection::~connection() { close(); }
+
+task<void> connection::expire_after(duration d) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  timer.expires_after(d);
+  error_code ec;
+  co_await timer.async_wait(ec_out(ec));
+  if (!ec) socket_.cancel();  // the competing read fails with operation_aborted
+}
+
+task<result<request>> connection::read_request() {
+  // Idle phase: a keep-alive connection waits for the first byte of its next request.
+  if (buffer_.size() == 0) {
+    error_code ec;
+    auto r = co_await (socket_.async_wait(tcp::socket::wait_read, ec_out(ec)) || expire_after(opts_.idle_timeout));
+    if (r.index() == 1 || ec) co_return error::make(errc::cancelled, "connection idle or closed");
+  }
+
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
+  parser.body_limit(opts_.max_body_bytes);
+
+  auto classify = [](const error_code& ec, bool timed_out, bool head) -> error {
+    if (timed_out)
+      return error::make(errc::request_timeout,
+                         head ? "request head not received in time" : "request body not received in time");
+    if (ec == bhttp::error::header_limit) return error::make(errc::header_too_large, "request head too large");
+    if (ec == bhttp::error::body_limit) return error::make(errc::payload_too_large, "request body too large");
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::error::operation_aborted)
+      return error::make(errc::cancelled, "client closed the connection");
+    return error::make(errc::bad_request, "malformed HTTP request: " + ec.message());
+  };
+
+  {
+    error_code ec;
+    auto r = co_await (bhttp::async_read_header(socket_, buffer_, parser, ec_out(ec)) ||
+                       expire_after(opts_.header_timeout));
+    bool timed_out = r.index() == 1;
+    if (timed_out || ec) {
+      // A client that closed before sending anything is not an error worth answering.
+      if (!timed_out && ec == bhttp::error::end_of_stream && buffer_.size() == 0)
+        co_return error::make(errc::cancelled, "client closed the connection");
+      co_return classify(ec, timed_out, true);
+    }
+  }
+
+  if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {  // clients that wait for 100
+    static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+    error_code ec;
+    co_await net::async_write(socket_, net::buffer(cont), ec_out(ec));
+    if (ec) co_return error::make(errc::cancelled, "client closed the connection");
+  }
+
+  if (!parser.is_done()) {
+    error_code ec;
+    auto r = co_await (bhttp::async_read(socket_, buffer_, parser, ec_out(ec)) || expire_after(opts_.body_timeout));
+    bool timed_out = r.index() == 1;
+    if (timed_out || ec) co_return classify(ec, timed_out, false);
+  }
+  // The head buffer can hold a little of a pipelined next request; give back large capacity.
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  co_return parser.release();
+}
+
+template <class Buffers>
+static task<result<void>> do_write(tcp::socket& s, const Buffers& b, runtime::steady::time_point& since,
+                                   std::uint64_t& written) {
+  since = runtime::steady::now();
+  error_code ec;
+  std::size_t n = co_await net::async_write(s, b, ec_out(ec));
+  since = {};
+  written += n;
+  if (ec) co_return error::make(errc::cancelled, "client connection lost: " + ec.message());
+  co_return ok;
+}
+
+task<result<void>> connection::write(response& res) {
+  write_since_ = runtime::steady::now();
+  error_code ec;
+  std::size_t n = co_await bhttp::async_write(socket_, res, ec_out(ec));
+  write_since_ = {};
+  bytes_written_ += n;
+  if (ec) co_return error::make(errc::cancelled, "client connection lost: " + ec.message());
+  co_return ok;
+}
+
+task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& head) {
+  head.chunked(true);
+  bhttp::response_serializer<bhttp::empty_body> sr(head);
+  write_since_ = runtime::steady::now();
+  error_code ec;
+  std::size_t n = co_await bhttp::async_write_header(socket_, sr, ec_out(ec));
+  write_since_ = {};
+  bytes_written_ += n;
+  if (ec) co_return error::make(errc::cancelled, "client connection lost: " + ec.message());
+  co_return ok;
+}
+
+task<result<void>> connection::write_chunk(std::string_view data) {
+  if (data.empty()) co_return ok;  // an empty chunk would end the body
+  co_return co_await do_write(socket_, bhttp::make_chunk(net::buffer(data.data(), data.size())), write_since_,
+                              bytes_written_);
+}
+
+task<result<void>> connection::finish_chunks() {
+  co_return co_await do_write(socket_, bhttp::make_chunk_last(), write_since_, bytes_written_);
+}
+
+task<connection::peer_event> connection::wait_disconnect() {
+  while (socket_.is_open() && !cancelled_) {
+    error_code ec;
+    co_await socket_.async_wait(tcp::socket::wait_read, ec_out(ec));
+    if (ec == net::error::operation_aborted || cancelled_) co_return peer_event::cancelled;
+    if (ec) co_return peer_event::gone;
+    char probe;
+    ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) co_return peer_event::gone;   // orderly close
+    if (n > 0) co_return peer_event::data;    // pipelined bytes: the next read will see them
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+    co_return peer_event::gone;               // reset or other socket error
+  }
+  co_return cancelled_ ? peer_event::cancelled : peer_event::gone;
+}
+
+task<void> connection::wait_cancelled() {
+  while (!cancelled_ && socket_.is_open()) {
+    cancel_timer_.expires_at(net::steady_timer::time_point::max());
+    error_code ec;
+    co_await cancel_timer_.async_wait(ec_out(ec));
+  }
+}
+
+void connection::cancel() noexcept {
+  cancelled_ = true;
+  error_code ec;
+  socket_.cancel(ec);
+  cancel_timer_.cancel();
+}
+
+void connection::close() noexcept {
+  error_code ec;
+  cancel_timer_.cancel();
+  if (socket_.is_open()) {
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+}
+
+void connection::on_tick(runtime::steady::time_point now) {
+  if (write_since_ != runtime::steady::time_point{} && now - write_since_ > opts_.write_stall_timeout) {
+    stalled_ = true;
+    close();
+  }
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,71 @@
+// connection: one downstream client socket and its read buffer, with the request-reading phases
+// (idle, head, body) under their own deadlines and the response-writing primitives (whole response,
+// streamed chunked body). Owned by exactly one session coroutine on one worker thread; not
+// thread-safe. A watchdog item: a write that makes no progress for write_stall_timeout closes it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "http/server_options.hpp"
+#include "http/types.hpp"
+#include "runtime/watchdog.hpp"
+
+namespace sluice::http {
+
+class connection : public runtime::watchdog::item {
+ public:
+  connection(tcp::socket socket, const server_options& opts);
+  ~connection() override;
+
+  // Reads the next request. errc::cancelled means the peer closed (or stayed idle past
+  // idle_timeout) between requests: close quietly. Other errors deserve an error response.
+  task<result<request>> read_request();
+
+  task<result<void>> write(response& res);
+  // Starts a chunked response: the head, then write_chunk() for each piece, then finish_chunks().
+  task<result<void>> write_head(bhttp::response<bhttp::empty_body>& head);
+  task<result<void>> write_chunk(std::string_view data);
+  task<result<void>> finish_chunks();
+
+  enum class peer_event { gone, data, cancelled };
+  // Completes when the client has gone, sent more bytes (e.g. a pipelined request), or the wait was
+  // cancelled. Used beside an upstream exchange to notice a vanished client at once.
+  task<peer_event> wait_disconnect();
+  // Waits until cancel() (returns at once if cancel() came first since the last rearm()).
+  task<void> wait_cancelled();
+  // Cancels pending operations on the socket and ends wait_disconnect()/wait_cancelled(), including
+  // ones started after this call, until rearm(). The side of a race that finishes first calls it,
+  // so the watcher beside it always ends.
+  void cancel() noexcept;
+  void rearm() noexcept { cancelled_ = false; }
+  // Hard close: pending operations fail at once.
+  void close() noexcept;
+
+  bool stalled() const noexcept { return stalled_; }
+  bool is_open() const noexcept { return socket_.is_open(); }
+  std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+  tcp::socket& socket() noexcept { return socket_; }
+  const server_options& options() const noexcept { return opts_; }
+
+  void on_tick(runtime::steady::time_point now) override;
+
+  // Membership in the owning server's list of live connections (unlinks itself on destruction).
+  boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>> server_hook;
+
+ private:
+  task<void> expire_after(duration d);
+
+  tcp::socket socket_;
+  net::steady_timer cancel_timer_;
+  beast::flat_buffer buffer_;
+  const server_options& opts_;
+  runtime::steady::time_point write_since_{};  // start of the pending write; epoch = none
+  std::uint64_t bytes_written_ = 0;
+  bool stalled_ = false;
+  bool cancelled_ = false;
+};
+
+}  // namespace sluice::http

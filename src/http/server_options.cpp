@@ -1,0 +1,20 @@
+#include "http/server_options.hpp"
+
+#include "config/option_table.hpp"
+
+namespace sluice::http {
+
+void server_options::register_options(config::option_table& t) {
+  t.add("listen", "address to listen on, HOST:PORT (port 0 picks a free port)", listen)
+      .add("threads", "worker threads, each with its own event loop (0 = one per core)", threads)
+      .add_size("max-header-bytes", "largest request head accepted (over it: 431)", max_header_bytes)
+      .add_size("max-body-bytes", "largest request body accepted (over it: 413)", max_body_bytes)
+      .add_duration("header-timeout", "time for a whole request head to arrive (over it: 408)", header_timeout)
+      .add_duration("body-timeout", "time for a whole request body to arrive (over it: 408)", body_timeout)
+      .add_duration("idle-timeout", "keep-alive connection idle time before it is closed", idle_timeout)
+      .add_duration("write-stall-timeout", "a client that accepts no byte for this long is disconnected",
+                    write_stall_timeout)
+      .add("max-connections", "open client connections at most (more are closed at once)", max_connections);
+}
+
+}  // namespace sluice::http

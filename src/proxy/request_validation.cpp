@@ -1,0 +1,121 @@
+#include "proxy/request_validation.hpp"
+
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+namespace sluice::proxy {
+namespace json = boost::json;
+
+namespace {
+
+error bad(std::string msg, std::string param) { return error::make(errc::bad_request, std::move(msg), std::move(param)); }
+
+std::string_view kind_of(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64: return "an integer";
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "a value";
+}
+
+error wrong_type(const std::string& param, std::string_view expected, const json::value& got) {
+  return bad("Invalid type for '" + param + "': expected " + std::string(expected) + ", but got " +
+                 std::string(kind_of(got)) + ".",
+             param);
+}
+
+// Optional fields: absent or null is fine; otherwise the type must match.
+bool is_uint(const json::value& v) {
+  return v.is_uint64() || (v.is_int64() && v.get_int64() >= 0) ||
+         (v.is_double() && v.get_double() >= 0 && v.get_double() == static_cast<double>(static_cast<std::uint64_t>(v.get_double())));
+}
+
+std::uint64_t as_uint(const json::value& v) {
+  if (v.is_uint64()) return v.get_uint64();
+  if (v.is_int64()) return static_cast<std::uint64_t>(v.get_int64());
+  return static_cast<std::uint64_t>(v.get_double());
+}
+
+std::size_t text_size(const json::value& v) {
+  if (v.is_string()) return v.get_string().size();
+  std::size_t n = 0;
+  if (v.is_array())
+    for (auto& e : v.get_array()) n += text_size(e);
+  if (v.is_object())
+    for (auto& kv : v.get_object()) n += text_size(kv.value());
+  return n;
+}
+
+}  // namespace
+
+result<request_summary> validate_request(api which, std::string_view body) {
+  unsigned char stack[8192];
+  json::monotonic_resource mr(stack, sizeof stack);
+  json::parse_options po;
+  po.max_depth = 64;
+  boost::system::error_code ec;
+  json::value root = json::parse(body, ec, &mr, po);
+  if (ec) return bad("We could not parse the JSON body of your request: " + ec.message() + ".", "");
+  if (!root.is_object()) return bad("The request body must be a JSON object.", "");
+  const auto& obj = root.get_object();
+  request_summary out;
+
+  const json::value* model = obj.if_contains("model");
+  if (!model) return bad("You must provide a model parameter.", "model");
+  if (!model->is_string()) return wrong_type("model", "a string", *model);
+  if (model->get_string().empty()) return bad("The model parameter must not be empty.", "model");
+  out.model = std::string(model->get_string());
+
+  if (which == api::chat_completions) {
+    const json::value* messages = obj.if_contains("messages");
+    if (!messages) return bad("Missing required parameter: 'messages'.", "messages");
+    if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
+    const auto& arr = messages->get_array();
+    if (arr.empty()) return bad("Invalid 'messages': empty array. Expected an array with minimum length 1.", "messages");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      std::string p = "messages[" + std::to_string(i) + "]";
+      if (!arr[i].is_object()) return wrong_type(p, "an object", arr[i]);
+      const json::value* role = arr[i].get_object().if_contains("role");
+      if (!role) return bad("Missing required parameter: '" + p + ".role'.", p + ".role");
+      if (!role->is_string()) return wrong_type(p + ".role", "a string", *role);
+    }
+    out.prompt_chars = text_size(*messages);
+  } else {
+    const json::value* prompt = obj.if_contains("prompt");
+    if (prompt && !prompt->is_null() && !prompt->is_string() && !prompt->is_array())
+      return wrong_type("prompt", "a string or an array", *prompt);
+    if (prompt) out.prompt_chars = text_size(*prompt);
+  }
+
+  if (const json::value* s = obj.if_contains("stream"); s && !s->is_null()) {
+    if (!s->is_bool()) return wrong_type("stream", "a boolean", *s);
+    out.stream = s->get_bool();
+  }
+  if (const json::value* so = obj.if_contains("stream_options"); so && !so->is_null()) {
+    if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
+    if (const json::value* iu = so->get_object().if_contains("include_usage"); iu && !iu->is_null()) {
+      if (!iu->is_bool()) return wrong_type("stream_options.include_usage", "a boolean", *iu);
+      out.include_usage = iu->get_bool();
+    }
+  }
+  for (const char* key : {"max_tokens", "max_completion_tokens", "n"}) {
+    if (const json::value* v = obj.if_contains(key); v && !v->is_null()) {
+      if (!is_uint(*v)) return wrong_type(key, "a non-negative integer", *v);
+      if (std::string_view(key) != "n") out.max_tokens = as_uint(*v);
+    }
+  }
+  for (const char* key : {"temperature", "top_p", "presence_penalty", "frequency_penalty"}) {
+    if (const json::value* v = obj.if_contains(key); v && !v->is_null() && !v->is_number())
+      return wrong_type(key, "a number", *v);
+  }
+  return out;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,223 @@
+#include "upstream/client.hpp"
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "upstream/connection.hpp"
+
+namespace sluice::upstream {
+
+namespace {
+
+bool is_stale_error(const error_code& ec) {
+  return ec == net::error::eof || ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == bhttp::error::end_of_stream || ec == net::ssl::error::stream_truncated;
+}
+
+error map_io_error(const error_code& ec, std::string_view phase, bool aborted) {
+  if (aborted) return error::make(errc::cancelled, "upstream request aborted");
+  if (ec == beast::error::timeout) {
+    error e = error::make(errc::upstream_timeout, "upstream timed out " + std::string(phase));
+    e.retryable = true;
+    return e;
+  }
+  if (ec == bhttp::error::header_limit) return error::make(errc::upstream_protocol, "upstream response head too large");
+  error e = error::make(errc::upstream_connect, "upstream connection failed " + std::string(phase) + ": " + ec.message());
+  e.retryable = true;
+  return e;
+}
+
+}  // namespace
+
+void abort_handle::abort() noexcept {
+  aborted_ = true;
+  if (conn_) conn_->close();
+}
+
+// --- response ---------------------------------------------------------------------------------
+
+response::response(std::unique_ptr<connection> conn, std::weak_ptr<pool> home, abort_handle& abort)
+    : conn_(std::move(conn)), home_(std::move(home)), abort_(abort) {}
+
+response::~response() {
+  abort_.conn_ = nullptr;
+  if (!conn_) return;
+  auto& p = conn_->parser();
+  if (p.is_done() && p.keep_alive() && conn_->tcp().socket().is_open() && !abort_.aborted_) {
+    if (auto home = home_.lock()) {
+      home->put(std::move(conn_));
+      return;
+    }
+  }
+  conn_->close();
+}
+
+unsigned response::status() const { return conn_->parser().get().result_int(); }
+const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
+bool response::done() const { return conn_->parser().is_done(); }
+
+void response::abort() noexcept {
+  abort_.aborted_ = true;
+  conn_->close();
+}
+
+task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
+  auto& p = conn_->parser();
+  while (!p.is_done()) {
+    p.get().body().data = dst;
+    p.get().body().size = cap;
+    p.get().body().more = true;
+    conn_->tcp().expires_after(conn_->idle_timeout);
+    error_code ec = co_await conn_->read_body_some();
+    std::size_t n = cap - p.get().body().size;
+    if (ec) {
+      if (ec == bhttp::error::partial_message || ec == net::error::eof || ec == bhttp::error::end_of_stream) {
+        error e = error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
+        co_return e;
+      }
+      co_return map_io_error(ec, "while reading the response body", abort_.aborted_);
+    }
+    if (n > 0) co_return n;
+  }
+  conn_->tcp().expires_never();
+  co_return std::size_t{0};
+}
+
+task<result<std::string>> response::read_all(std::size_t limit) {
+  std::string out;
+  if (auto len = conn_->parser().content_length(); len && *len <= limit) out.reserve(static_cast<std::size_t>(*len));
+  char buf[16 * 1024];
+  while (true) {
+    auto n = co_await read_some(buf, sizeof buf);
+    if (!n) co_return std::move(n).err();
+    if (*n == 0) break;
+    if (out.size() + *n > limit)
+      co_return error::make(errc::upstream_protocol,
+                            "upstream response body exceeds " + std::to_string(limit) + " bytes");
+    out.append(buf, *n);
+  }
+  co_return out;
+}
+
+// --- client -----------------------------------------------------------------------------------
+
+client::client(net::any_io_executor ex, const options& opts, url target, ssl::context* tls)
+    : ex_(std::move(ex)), opts_(opts), target_(std::move(target)), tls_(tls), pool_(std::make_shared<pool>()) {
+  pool_->max_idle = opts_.pool_max_idle;
+}
+
+client::~client() {
+  for (auto& c : pool_->idle) c->close();
+}
+
+std::size_t client::idle_connections() const { return pool_->idle.size(); }
+
+task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort) {
+  std::unique_ptr<connection> c =
+      target_.tls ? std::make_unique<connection>(ex_, *tls_, opts_.max_response_head)
+                  : std::make_unique<connection>(ex_, opts_.max_response_head);
+  abort.conn_ = c.get();
+  // On every failure path the connection dies here: unregister it from the abort handle.
+  struct unregister {
+    abort_handle& a;
+    bool armed = true;
+    ~unregister() {
+      if (armed) a.conn_ = nullptr;
+    }
+  } guard{abort};
+
+  tcp::resolver resolver(ex_);
+  error_code ec;
+  auto endpoints = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), ec_out(ec));
+  if (abort.aborted()) co_return error::make(errc::cancelled, "upstream request aborted");
+  if (ec) {
+    error e = error::make(errc::upstream_connect, "cannot resolve upstream host " + target_.host + ": " + ec.message());
+    e.retryable = true;
+    co_return e;
+  }
+  c->tcp().expires_after(opts_.connect_timeout);
+  co_await c->tcp().async_connect(endpoints, ec_out(ec));
+  if (ec) co_return map_io_error(ec, "connecting", abort.aborted());
+  c->tcp().socket().set_option(tcp::no_delay(true), ec);
+
+  if (c->is_tls()) {
+    auto& s = c->tls_stream();
+    if (!SSL_set_tlsext_host_name(s.native_handle(), target_.host.c_str()))
+      co_return error::make(errc::upstream_connect, "cannot set TLS SNI for " + target_.host);
+    s.set_verify_mode(ssl::verify_peer);
+    s.set_verify_callback(ssl::host_name_verification(target_.host));
+    c->tcp().expires_after(opts_.tls_timeout);
+    co_await s.async_handshake(ssl::stream_base::client, ec_out(ec));
+    if (ec) co_return map_io_error(ec, "in the TLS handshake", abort.aborted());
+  }
+  c->tcp().expires_never();
+  ++stats_.connections_opened;
+  guard.armed = false;
+  co_return std::move(c);
+}
+
+task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle& abort) {
+  req.set(bhttp::field::host, target_.host_header());
+  req.keep_alive(true);
+  req.prepare_payload();
+
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<connection> c;
+    // Newest idle connection first; drop the ones that are too old or that the peer closed.
+    while (!pool_->idle.empty() && !c) {
+      auto candidate = std::move(pool_->idle.back());
+      pool_->idle.pop_back();
+      if (std::chrono::steady_clock::now() - candidate->idle_since > opts_.pool_idle_timeout ||
+          candidate->looks_dead()) {
+        candidate->close();
+        continue;
+      }
+      c = std::move(candidate);
+      c->reused = true;
+    }
+    if (!c) {
+      auto fresh = co_await connect(abort);
+      if (!fresh) co_return std::move(fresh).err();
+      c = std::move(*fresh);
+      c->reused = false;
+    } else {
+      ++stats_.connections_reused;
+    }
+    abort.conn_ = c.get();
+    if (abort.aborted()) co_return error::make(errc::cancelled, "upstream request aborted");
+
+    c->idle_timeout = opts_.idle_between_events;
+    c->reset_parser(opts_.max_response_head);
+    c->tcp().expires_after(opts_.first_byte_timeout);
+    error_code ec = co_await c->write(req);
+    if (!ec) ec = co_await c->read_head();
+    if (ec) {
+      bool stale = c->reused && is_stale_error(ec) && !abort.aborted();
+      c->close();
+      abort.conn_ = nullptr;
+      if (stale && attempt == 0) {
+        ++stats_.stale_retries;
+        continue;  // the idle connection died under us before any response byte: one fresh try
+      }
+      co_return map_io_error(ec, "waiting for the response head", abort.aborted());
+    }
+    c->tcp().expires_never();
+    co_return std::make_unique<response>(std::move(c), pool_, abort);
+  }
+  co_return error::make(errc::upstream_connect, "upstream connection failed");
+}
+
+std::unique_ptr<ssl::context> make_tls_context() {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  ctx->set_default_verify_paths();
+  ctx->set_verify_mode(ssl::verify_peer);
+  return ctx;
+}
+
+}  // namespace sluice::upstream

@@ -1,0 +1,107 @@
+// upstream::client: HTTP/1.1 (optionally TLS) client for one upstream, with a bounded keep-alive
+// pool. One client per worker thread (its connections live and die on that thread); not
+// thread-safe. A response keeps its connection until destroyed, then gives it back to the pool when
+// the body ended cleanly and the upstream allows keep-alive, or closes it otherwise.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "core/error.hpp"
+#include "runtime/asio.hpp"
+#include "upstream/options.hpp"
+#include "upstream/url.hpp"
+
+namespace sluice::upstream {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace ssl = boost::asio::ssl;
+using request = bhttp::request<bhttp::string_body>;
+
+class connection;
+struct pool;
+
+// Lets another coroutine (the client watcher, the drain) abort an exchange in any phase:
+// connecting, waiting for the head, or reading the body. Same thread only.
+class abort_handle {
+ public:
+  void abort() noexcept;
+  bool aborted() const noexcept { return aborted_; }
+
+ private:
+  friend class client;
+  friend class response;
+  connection* conn_ = nullptr;
+  bool aborted_ = false;
+};
+
+class response {
+ public:
+  response(std::unique_ptr<connection> conn, std::weak_ptr<pool> home, abort_handle& abort);
+  ~response();
+  response(const response&) = delete;
+  response& operator=(const response&) = delete;
+
+  unsigned status() const;
+  const bhttp::fields& head() const;
+  // Reads up to `cap` body bytes into `dst`; 0 means the body is complete. Each read must make
+  // progress within idle_between_events.
+  task<result<std::size_t>> read_some(char* dst, std::size_t cap);
+  // Reads the whole remaining body, at most `limit` bytes.
+  task<result<std::string>> read_all(std::size_t limit);
+  bool done() const;
+  // Closes the connection now (it will not go back to the pool).
+  void abort() noexcept;
+
+ private:
+  std::unique_ptr<connection> conn_;
+  std::weak_ptr<pool> home_;
+  abort_handle& abort_;
+};
+
+struct client_stats {
+  std::uint64_t connections_opened = 0;
+  std::uint64_t connections_reused = 0;
+  std::uint64_t stale_retries = 0;
+};
+
+class client {
+ public:
+  // `tls` may be null for an http:// upstream. `authorization` is the full header value
+  // ("Bearer ...") or empty; it is sent on every request and never logged.
+  client(net::any_io_executor ex, const options& opts, url target, ssl::context* tls);
+  ~client();
+
+  // Sends `req` (target, method, body and per-request headers set by the caller; Host is set here)
+  // and reads the response head. A reused keep-alive connection found dead before any response
+  // byte is retried once on a fresh connection.
+  task<result<std::unique_ptr<response>>> send(request& req, abort_handle& abort);
+
+  const url& target() const noexcept { return target_; }
+  std::size_t idle_connections() const;
+  const client_stats& stats() const noexcept { return stats_; }
+
+ private:
+  task<result<std::unique_ptr<connection>>> connect(abort_handle& abort);
+
+  net::any_io_executor ex_;
+  const options& opts_;
+  url target_;
+  ssl::context* tls_;
+  std::shared_ptr<pool> pool_;
+  client_stats stats_;
+};
+
+// A TLS client context: system trust store, peer verification on, TLS 1.2+.
+std::unique_ptr<ssl::context> make_tls_context();
+
+}  // namespace sluice::upstream

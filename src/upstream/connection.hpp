@@ -1,0 +1,56 @@
+// One upstream connection (plain TCP or TLS over TCP) with its read buffer and the response parser
+// of the exchange in progress. Internal to upstream/; owned by a response or the pool, one thread.
+#pragma once
+
+#include <optional>
+#include <variant>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include "upstream/client.hpp"
+
+namespace sluice::upstream {
+
+class connection {
+ public:
+  using plain = beast::tcp_stream;
+  using secure = beast::ssl_stream<beast::tcp_stream>;
+
+  connection(net::any_io_executor ex, std::size_t max_head);
+  connection(net::any_io_executor ex, ssl::context& tls, std::size_t max_head);
+
+  beast::tcp_stream& tcp() noexcept;
+  bool is_tls() const noexcept { return std::holds_alternative<secure>(stream_); }
+  secure& tls_stream() { return std::get<secure>(stream_); }
+
+  task<error_code> write(request& req);
+  task<error_code> read_head();
+  task<error_code> read_body_some();
+
+  // Starts a fresh exchange (a new parser) on this connection.
+  void reset_parser(std::size_t max_head);
+  bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
+  // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).
+  bool looks_dead() noexcept;
+  void close() noexcept;
+
+  std::chrono::steady_clock::time_point idle_since{};
+  bool reused = false;
+  duration idle_timeout{};  // per body read, from options.idle_between_events
+
+ private:
+  std::variant<plain, secure> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
+};
+
+// The idle connections of one client, newest last. Bounded by options.pool_max_idle.
+struct pool {
+  std::vector<std::unique_ptr<connection>> idle;
+  std::size_t max_idle = 0;
+  void put(std::unique_ptr<connection> c);
+};
+
+}  // namespace sluice::upstream

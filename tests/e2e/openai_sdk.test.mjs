@@ -1,0 +1,110 @@
+// End to end with a real client: the official `openai` npm SDK pointed at sluice (only baseURL
+// changes), sluice in front of `sluice sim`. Run by ctest (SLUICE_BIN) or: node --test tests/e2e/
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import OpenAI from 'openai';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const bin = process.env.SLUICE_BIN ?? path.join(here, '..', '..', 'build', 'sluice');
+const UPSTREAM_KEY = 'sk-e2e-PLANTED-upstream-key-51d0';
+const procs = [];
+let baseURL;
+let gatewayOutput = '';
+
+function start(args, env = {}) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    procs.push(p);
+    let out = '';
+    const onData = (d) => {
+      out += d.toString();
+      const m = out.match(/listening on [0-9.]+:(\d+)/);
+      if (m) resolve({ proc: p, port: Number(m[1]), output: () => out });
+    };
+    p.stdout.on('data', onData);
+    p.stderr.on('data', onData);
+    p.on('exit', (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
+    setTimeout(() => reject(new Error(`${args[0]} did not start: ${out}`)), 10000).unref();
+  });
+}
+
+before(async () => {
+  const sim = await start(['sim', '--listen', '127.0.0.1:0', '--tokens', '12', '--token-delay', '2ms']);
+  const gw = await start(['serve', '--listen', '127.0.0.1:0', '--threads', '2', '--upstream', `http://127.0.0.1:${sim.port}`],
+    { OPENAI_API_KEY: UPSTREAM_KEY });
+  baseURL = `http://127.0.0.1:${gw.port}/v1`;
+  gatewayOutput = gw.output;
+});
+
+after(() => {
+  for (const p of procs) p.kill('SIGTERM');
+});
+
+const client = () => new OpenAI({ baseURL, apiKey: 'sk-client-side-dummy', maxRetries: 0, timeout: 20000 });
+
+test('streaming chat completion through sluice', async () => {
+  const stream = await client().chat.completions.create({
+    model: 'sim-1',
+    messages: [{ role: 'user', content: 'Say hello' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let chunks = 0;
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    chunks += 1;
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta?.content ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.ok(chunks >= 12, `got ${chunks} chunks`);
+  assert.ok(text.length > 0);
+  assert.equal(finish, 'stop');
+  assert.equal(usage?.completion_tokens, 12);
+});
+
+test('non-streaming chat completion through sluice', async () => {
+  const res = await client().chat.completions.create({
+    model: 'sim-1',
+    messages: [{ role: 'user', content: 'Say hello' }],
+  });
+  assert.equal(res.object, 'chat.completion');
+  assert.ok(res.choices[0].message.content.length > 0);
+  assert.ok(res.usage.total_tokens > 0);
+});
+
+test('models list through sluice', async () => {
+  const models = await client().models.list();
+  const ids = [];
+  for await (const m of models) ids.push(m.id);
+  assert.ok(ids.includes('sim-1'));
+});
+
+test('a malformed request is a BadRequestError with OpenAI shape', async () => {
+  await assert.rejects(
+    client().chat.completions.create({ model: 'sim-1', messages: 'not an array' }),
+    (err) => err instanceof OpenAI.BadRequestError && err.status === 400 && err.param === 'messages',
+  );
+});
+
+test('an upstream failure mid-stream surfaces as an error, never a silent end', async () => {
+  const stream = await client().chat.completions.create(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'x' }], stream: true },
+    { headers: { 'x-sim-fault': 'reset', 'x-sim-fault-after': '3' } },
+  );
+  await assert.rejects(async () => {
+    for await (const _ of stream) { /* drain */ }
+  }, (err) => err instanceof OpenAI.APIError);
+});
+
+test('the upstream key never appears in the gateway output', () => {
+  assert.ok(!gatewayOutput().includes(UPSTREAM_KEY));
+  assert.ok(!gatewayOutput().includes('PLANTED'));
+});
