@@ -313,6 +313,9 @@ struct controller::initiate_wait {
 
 void controller::enqueue(std::shared_ptr<waiter> w) {
   auto now = now_();
+  // Decided under the lock and remembered here: once `w` is linked, another thread may grant it
+  // (and change w->st) the moment the lock is released, so w->st must not be re-read below.
+  bool waiting = false;
   {
     std::lock_guard lock(mu_);
     w->enqueued = now;
@@ -328,9 +331,10 @@ void controller::enqueue(std::shared_ptr<waiter> w) {
     } else {
       link_locked(w.get());
       w->queue_ref = w;
+      waiting = true;
     }
   }
-  if (w->st != wait_state::waiting) {
+  if (!waiting) {
     w->queue_ref = w;
     wake(w.get());
     return;
