@@ -478,8 +478,9 @@ task<void> one_stream(std::uint16_t port, int* done, int* failed) {
   reply out;
   http::request<http::string_body> req{http::verb::post, "/v1/chat/completions", 11};
   req.set(http::field::host, "127.0.0.1");
-  req.set("x-sim-tokens", "8");
-  req.set("x-sim-token-delay", "10ms");
+  // Long enough (~400ms) that the streams overlap even when connecting them all takes a while.
+  req.set("x-sim-tokens", "20");
+  req.set("x-sim-token-delay", "20ms");
   req.body() = chat_stream_body;
   co_await do_exchange(&s, &buf, std::move(req), 0, &out);
   auto tail = std::string_view(out.body).substr(out.body.size() >= 14 ? out.body.size() - 14 : 0);
@@ -505,6 +506,7 @@ TEST_F(sim_fixture, TwoThousandConcurrentStreams) {
   }
   EXPECT_EQ(done, n);
   EXPECT_EQ(failed, 0);
+  EXPECT_TRUE(ioc.stopped()) << "the clients did not finish within the deadline";
   auto s = stats();
   EXPECT_EQ(s.streams_completed, static_cast<std::uint64_t>(n));
   EXPECT_EQ(s.streams_aborted, 0u);
