@@ -125,15 +125,20 @@ task<void> handler::watch_client(http::connection& conn, upstream::abort_handle&
 task<result<std::unique_ptr<upstream::response>>> handler::send_upstream(upstream::request& req,
                                                                          upstream::abort_handle& abort,
                                                                          http::connection& conn) {
-  auto r = co_await client_.send(req, abort);
-  conn.cancel();
-  co_return r;
+  // Whatever happens here, the watcher racing beside must end: cancel the client socket's wait.
+  struct cancel_on_exit {
+    http::connection& c;
+    ~cancel_on_exit() { c.cancel(); }
+  } guard{conn};
+  co_return co_await client_.send(req, abort);
 }
 
 task<result<std::string>> handler::read_body(upstream::response& up, http::connection& conn) {
-  auto r = co_await up.read_all(static_cast<std::size_t>(cfg_.upstream.max_response_body));
-  conn.cancel();
-  co_return r;
+  struct cancel_on_exit {
+    http::connection& c;
+    ~cancel_on_exit() { c.cancel(); }
+  } guard{conn};
+  co_return co_await up.read_all(static_cast<std::size_t>(cfg_.upstream.max_response_body));
 }
 
 task<bool> handler::forward(http::request& req, http::connection& conn, std::string path, bool stream,

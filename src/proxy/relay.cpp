@@ -85,6 +85,18 @@ task<void> sse_relay::fail_in_band(error e) {
 }
 
 task<void> sse_relay::pump() {
+  try {
+    co_await pump_events();
+  } catch (const std::exception& ex) {
+    // A bug, not an I/O error: end this stream (the session reports nothing more), never hang it.
+    res_.failure = error::make(errc::internal, std::string("internal error in the relay: ") + ex.what());
+    up_.abort();
+    client_.close();
+  }
+  client_.cancel();  // ends the watcher's wait, if the race has not already done so
+}
+
+task<void> sse_relay::pump_events() {
   while (true) {
     std::size_t room = buf_.free_size();
     if (room == 0) {  // cannot happen: the parser's event bound equals the buffer bound
@@ -126,7 +138,9 @@ task<void> sse_relay::pump() {
         if (!w) { res_.client_gone = true; break; }
       }
       up_.abort();
-      co_await fail_in_band(malformed_ ? *malformed_ : std::move(boundary).err());
+      // Picked in its own statement: GCC 12 evaluates both arms of a ?: inside a co_await argument.
+      error why = malformed_ ? *malformed_ : boundary.err();
+      co_await fail_in_band(std::move(why));
       break;
     }
     if (*boundary != sse::parser::npos) {
@@ -140,7 +154,6 @@ task<void> sse_relay::pump() {
       buf_.consume(upto);
     }
   }
-  client_.cancel();  // ends the watcher's wait, if the race has not already done so
 }
 
 }  // namespace sluice::proxy

@@ -41,6 +41,7 @@ class sse_relay {
 
  private:
   task<void> pump();
+  task<void> pump_events();
   task<void> watch_client();
   task<void> fail_in_band(error e);
   // Checks one event; false stops the parse (malformed payload).
