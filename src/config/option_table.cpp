@@ -141,13 +141,14 @@ result<void> option_table::apply_yaml_text(std::string_view text, std::string_vi
       if (!n.IsScalar()) return error::make(errc::bad_request, "expected a scalar value");
       return spec->set(n.Scalar());
     };
-    if (it->second.IsSequence()) {
-      for (const auto& n : it->second) {
+    const YAML::Node value = it->second;  // a copy: iterating the iterator's temporary dangles
+    if (value.IsSequence()) {
+      for (const auto& n : value) {
         auto r = apply(n);
         if (!r) return with_name(std::string(origin), key, std::move(r).err());
       }
     } else {
-      auto r = apply(it->second);
+      auto r = apply(value);
       if (!r) return with_name(std::string(origin), key, std::move(r).err());
     }
   }
