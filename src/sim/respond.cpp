@@ -295,6 +295,8 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   }
   // The response and the peer watcher run side by side; whichever ends first cancels the other
   // (a finished response stops the watch; a departed peer cuts the response, even mid-wait).
+  // They borrow `x` and `c` by reference, unlike detached coroutines: the group is awaited right
+  // here and completes only after both have finished, so this frame outlives them.
   auto ex = w.ctx.get_executor();
   // Named first, so no temporary of this full-expression lives across the suspension (GCC 12
   // mishandles coroutine temporaries there).
