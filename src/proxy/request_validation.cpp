@@ -4,6 +4,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "proxy/structured_output.hpp"
+
 namespace sluice::proxy {
 namespace json = boost::json;
 
@@ -87,6 +89,15 @@ result<request_summary> validate_request(api which, std::string_view body) {
       if (!role->is_string()) return wrong_type(p + ".role", "a string", *role);
     }
     out.prompt_chars = text_size(*messages);
+  } else if (which == api::responses) {
+    const json::value* input = obj.if_contains("input");
+    if (input && !input->is_null() && !input->is_string() && !input->is_array())
+      return wrong_type("input", "a string or an array", *input);
+    if (input) out.prompt_chars = text_size(*input);
+    if (const json::value* v = obj.if_contains("max_output_tokens"); v && !v->is_null()) {
+      if (!is_uint(*v)) return wrong_type("max_output_tokens", "a non-negative integer", *v);
+      out.max_tokens = as_uint(*v);
+    }
   } else {
     const json::value* prompt = obj.if_contains("prompt");
     if (prompt && !prompt->is_null() && !prompt->is_string() && !prompt->is_array())
@@ -115,6 +126,10 @@ result<request_summary> validate_request(api which, std::string_view body) {
     if (const json::value* v = obj.if_contains(key); v && !v->is_null() && !v->is_number())
       return wrong_type(key, "a number", *v);
   }
+  // Structured outputs: the requested schema, copied out of this parse (structured_output.cpp).
+  auto wanted = extract_output_schema(which, obj);
+  if (!wanted) return std::move(wanted).err();
+  out.output_schema = std::move(*wanted);
   return out;
 }
 

@@ -2,14 +2,26 @@
 // wrongly typed field becomes a 400 naming the field (`param`). Pure; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include <boost/json/value.hpp>
 
 #include "core/error.hpp"
 
 namespace sluice::proxy {
 
-enum class api { chat_completions, completions };
+enum class api { chat_completions, completions, responses };
+
+// The JSON schema a request asks its output to follow (chat `response_format.json_schema`,
+// responses `text.format`); see structured_output.hpp.
+struct output_schema_request {
+  boost::json::value schema;  // an owned copy
+  std::string param;          // where it sits in the request: "response_format.json_schema.schema"
+  std::string name;
+  bool strict = false;
+};
 
 struct request_summary {
   std::string model;
@@ -17,6 +29,7 @@ struct request_summary {
   bool include_usage = false;     // stream_options.include_usage
   std::uint64_t max_tokens = 0;   // 0 = not given
   std::size_t prompt_chars = 0;   // rough size of the prompt, for later cost estimates
+  std::optional<output_schema_request> output_schema;  // structured outputs: the requested schema
 };
 
 result<request_summary> validate_request(api which, std::string_view body);
