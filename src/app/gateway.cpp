@@ -1,8 +1,12 @@
 #include "app/gateway.hpp"
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <thread>
 
 #include "config/option_table.hpp"
+#include "observability/log.hpp"
+#include "runtime/worker_pool.hpp"
 
 namespace sluice::app {
 
@@ -10,20 +14,53 @@ namespace {
 std::size_t thread_count(const serve_options& o) {
   return o.http.threads == 0 ? runtime::default_threads() : static_cast<std::size_t>(o.http.threads);
 }
+
+struct log_exception {
+  void operator()(std::exception_ptr e) const {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      obs::log_error("bug: the memory sampler failed", {{"error", std::string_view(ex.what())}});
+    }
+  }
+};
 }  // namespace
 
-gateway::gateway(serve_options opts, std::string upstream_key)
+gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source)
     : opts_(std::move(opts)), pool_(thread_count(opts_)) {
   auto target = upstream::parse_url(opts_.upstream.url);
   if (!target) throw std::invalid_argument(target.err().message);
   if (target->tls) tls_ = upstream::make_tls_context();
-  shared_ = std::make_unique<proxy::shared_config>(proxy::shared_config{
-      opts_.proxy, opts_.upstream, *target, upstream_key.empty() ? std::string() : "Bearer " + upstream_key});
+
+  budget_ = std::make_unique<admission::memory_budget>(opts_.admission, std::move(rss_source));
+  admission_ = std::make_unique<admission::controller>(opts_.admission, *budget_);
+  if (!opts_.admission.keys_file.empty()) {
+    auto k = admission::client_keys::load_file(opts_.admission.keys_file);
+    if (!k) throw std::invalid_argument(k.err().message);
+    keys_.emplace(std::move(*k));
+  }
+  services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *admission_, *budget_, streams_,
+                                                                keys_ ? &*keys_ : nullptr, opts_.admission, drain_});
+  shared_ = std::make_unique<proxy::shared_config>(
+      proxy::shared_config{opts_.proxy, opts_.upstream, *target,
+                           upstream_key.empty() ? std::string() : "Bearer " + upstream_key, *services_});
+  // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
+  schemas_ = std::make_unique<schema::schema_cache>(opts_.schema.cache_options());
+  shared_->schema = &opts_.schema;
+  shared_->schemas = schemas_.get();
+  if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) throw std::invalid_argument(r.err().message);
+
+  auto& m = metrics_.gateway();
+  m.max_streams().Set(static_cast<double>(opts_.admission.max_streams));
+  m.memory_budget_bytes().Set(static_cast<double>(budget_->budget()));
+
   for (std::size_t i = 0; i < pool_.size(); ++i) {
     auto& ctx = pool_.context(i);
     worker w;
     w.handler = std::make_unique<proxy::handler>(ctx.get_executor(), *shared_, tls_.get());
     w.server = std::make_unique<http::server>(ctx, opts_.http, *w.handler, server_shared_);
+    w.handler->set_watchdog(&w.server->watchdog());
     workers_.push_back(std::move(w));
   }
 }
@@ -45,16 +82,69 @@ result<tcp::endpoint> gateway::start() {
     ep.port(bound.port());  // port 0: every other thread joins the port the first one got
   }
   runtime::raise_fd_limit();
+  sample_memory();
   for (auto& w : workers_) w.server->start();
+  net::co_spawn(pool_.context(0), sampler(), log_exception{});
   pool_.start();
   started_ = true;
   return bound;
+}
+
+void gateway::sample_memory() {
+  auto report = admission::pressure_tick(*budget_, streams_, static_cast<std::size_t>(opts_.admission.max_resets_per_tick));
+  auto& m = metrics_.gateway();
+  m.memory_used_bytes().Set(static_cast<double>(budget_->rss()));
+  m.connections_active().Set(static_cast<double>(server_shared_.open_connections.load(std::memory_order_relaxed)));
+  if (!report.reset.empty()) {
+    obs::log_warn("memory saturated: resetting the streams holding the most buffered bytes",
+                  {{"rss_bytes", static_cast<std::uint64_t>(budget_->rss())},
+                   {"budget_bytes", budget_->budget()},
+                   {"streams_reset", static_cast<std::uint64_t>(report.reset.size())}});
+  }
+}
+
+task<void> gateway::sampler() {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  sampler_timer_ = &timer;
+  while (sampling_.load()) {
+    timer.expires_after(opts_.admission.memory_sample_interval);
+    error_code ec;
+    co_await timer.async_wait(ec_out(ec));
+    if (!sampling_.load()) break;
+    sample_memory();
+  }
+  sampler_timer_ = nullptr;
+}
+
+void gateway::drain() {
+  if (!started_ || stopped_) return;
+  drain_.draining = true;  // /readyz fails; responses carry Connection: close
+  obs::log_info("draining: readiness is failing", {{"drain_delay_ms", std::chrono::duration<double, std::milli>(opts_.drain_delay).count()}});
+  std::this_thread::sleep_for(opts_.drain_delay);
+  for (auto& w : workers_) w.server->stop_accepting();
+  admission_->set_draining(true);  // queued requests are refused; running streams go on
+  auto deadline = std::chrono::steady_clock::now() + opts_.drain_timeout;
+  auto& active = metrics_.gateway().streams_active();
+  while (active.Value() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (active.Value() > 0) {
+    obs::log_warn("drain timeout: ending the remaining streams in-band", {{"streams", active.Value()}});
+    drain_.cutting = true;  // each relay's watchdog tick ends its stream with an in-band error
+    auto cut_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (active.Value() > 0 && std::chrono::steady_clock::now() < cut_deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop();
 }
 
 void gateway::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (started_) {
+    sampling_ = false;
+    net::post(pool_.context(0), [this] {
+      if (sampler_timer_) sampler_timer_->cancel();
+    });
     for (auto& w : workers_) w.server->close_all();
     pool_.release();
     // Every session notices its closed socket at once; give them a moment to unwind cleanly.

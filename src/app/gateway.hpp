@@ -1,15 +1,25 @@
 // gateway: the composition root of `sluice serve`. Builds every part from serve_options, owns their
-// lifetimes (worker threads, per-thread servers and upstream clients), and runs and stops them.
-// start()/stop() are called from one controlling thread (main, or a test).
+// lifetimes (worker threads, per-thread servers and upstream clients, the process-wide metrics,
+// admission and memory budget), and runs, drains and stops them. start()/drain()/stop() are called
+// from one controlling thread (main, or a test).
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "admission/client_keys.hpp"
+#include "admission/controller.hpp"
+#include "admission/memory_budget.hpp"
+#include "admission/stream_registry.hpp"
 #include "app/serve_options.hpp"
 #include "core/error.hpp"
 #include "http/server.hpp"
+#include "observability/metrics.hpp"
 #include "proxy/handler.hpp"
+#include "proxy/services.hpp"
+#include "schema/cache.hpp"
 #include "runtime/worker_pool.hpp"
 
 namespace sluice::app {
@@ -17,31 +27,54 @@ namespace sluice::app {
 class gateway {
  public:
   // `upstream_key` is the key value itself (from the environment); empty for pass-through.
-  gateway(serve_options opts, std::string upstream_key);
+  // `rss_source` replaces the /proc RSS reading (tests fake memory pressure with it).
+  gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source = {});
   ~gateway();
   gateway(const gateway&) = delete;
   gateway& operator=(const gateway&) = delete;
 
   // Binds every worker thread's listener and starts serving. Returns the bound address.
   result<tcp::endpoint> start();
+  // The SIGTERM sequence: readiness fails at once; serve on for drain_delay; stop accepting; let
+  // running streams finish for up to drain_timeout; end the rest with an in-band error; stop.
+  void drain();
   // Closes every connection and joins the threads. Idempotent.
   void stop();
 
   const serve_options& options() const noexcept { return opts_; }
   std::uint64_t open_connections() const noexcept { return server_shared_.open_connections.load(); }
+  obs::metrics_registry& metrics() noexcept { return metrics_; }
+  admission::controller& admission() noexcept { return *admission_; }
+  admission::memory_budget& budget() noexcept { return *budget_; }
+  admission::stream_registry& streams() noexcept { return streams_; }
+  // Samples memory once now (the sampler also runs every memory-sample-interval).
+  void sample_memory();
+  // Structured outputs: the counters of the process-wide compiled-schema cache.
+  schema::cache_stats schema_cache_stats() const { return schemas_->snapshot(); }
 
  private:
   struct worker {
     std::unique_ptr<proxy::handler> handler;
     std::unique_ptr<http::server> server;
   };
+  task<void> sampler();
 
   serve_options opts_;
+  std::unique_ptr<schema::schema_cache> schemas_;  // before metrics_: its scrape callbacks read it
+  obs::metrics_registry metrics_;
+  std::unique_ptr<admission::memory_budget> budget_;
+  std::unique_ptr<admission::controller> admission_;
+  admission::stream_registry streams_;
+  std::optional<admission::client_keys> keys_;
+  proxy::drain_state drain_;
+  std::unique_ptr<proxy::services> services_;
   std::unique_ptr<upstream::ssl::context> tls_;
   std::unique_ptr<proxy::shared_config> shared_;
   http::server_shared server_shared_;
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist
+  std::atomic<bool> sampling_{true};
+  net::steady_timer* sampler_timer_ = nullptr;
   bool started_ = false;
   bool stopped_ = false;
 };

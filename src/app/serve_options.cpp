@@ -9,6 +9,11 @@ void serve_options::register_options(config::option_table& t) {
   http.register_options(t);
   upstream.register_options(t);
   proxy.register_options(t);
+  schema.register_options(t);
+  admission.register_options(t);
+  log.register_options(t);
+  t.add_duration("drain-delay", "on SIGTERM: keep serving with readiness failing for this long", drain_delay)
+      .add_duration("drain-timeout", "then let running streams finish for at most this long", drain_timeout);
 }
 
 result<void> serve_options::validate() const {
@@ -16,6 +21,8 @@ result<void> serve_options::validate() const {
   if (auto a = config::parse_host_port(http.listen); !a) return std::move(a).err();
   if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
   if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");
+  if (auto r = admission.validate(); !r) return std::move(r).err();
+  if (auto r = schema.validate(); !r) return std::move(r).err();
   return ok;
 }
 

@@ -2,8 +2,11 @@
 // config file and flags, then frozen and shared read-only.
 #pragma once
 
+#include "admission/options.hpp"
 #include "http/server_options.hpp"
+#include "observability/log.hpp"
 #include "proxy/options.hpp"
+#include "proxy/structured_output.hpp"
 #include "upstream/options.hpp"
 
 namespace sluice::config {
@@ -16,6 +19,11 @@ struct serve_options {
   http::server_options http;
   upstream::options upstream;
   proxy::options proxy;
+  proxy::schema_options schema;  // structured outputs: schema-policy, schema-retries, schema-cache-*
+  admission::options admission;
+  obs::log_options log;
+  duration drain_delay = std::chrono::seconds(5);     // SIGTERM: keep serving (readiness failing) this long
+  duration drain_timeout = std::chrono::seconds(30);  // then let running streams finish for at most this long
 
   void register_options(config::option_table& t);
   // Cross-field checks after loading (e.g. buffers, URLs). Errors name the option.

@@ -8,7 +8,10 @@
 
 #include <boost/asio/signal_set.hpp>
 
+#include <thread>
+
 #include "app/gateway.hpp"
+#include "observability/log.hpp"
 #include "cli/commands.hpp"
 #include "config/option_table.hpp"
 
@@ -37,8 +40,19 @@ int run_serve(serve_state& st) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 2;
   }
+  if (auto r = obs::init_logging(st.opts.log); !r) {
+    std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
+    return 2;
+  }
   const char* key = std::getenv(st.opts.upstream.key_env.c_str());
-  app::gateway gw(st.opts, key ? key : "");
+  std::unique_ptr<app::gateway> owned;
+  try {
+    owned = std::make_unique<app::gateway>(st.opts, key ? key : "");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "sluice serve: %s\n", e.what());
+    return 2;
+  }
+  app::gateway& gw = *owned;
   auto ep = gw.start();
   if (!ep) {
     std::fprintf(stderr, "sluice serve: %s\n", ep.err().message.c_str());
@@ -47,12 +61,31 @@ int run_serve(serve_state& st) {
   std::printf("sluice serve listening on %s:%u (upstream %s)\n", ep->address().to_string().c_str(),
               static_cast<unsigned>(ep->port()), st.opts.upstream.url.c_str());
   std::fflush(stdout);
+  obs::log_info("sluice serve started",
+                {{"listen", std::string_view(st.opts.http.listen)},
+                 {"port", static_cast<std::uint64_t>(ep->port())},
+                 {"threads", static_cast<std::uint64_t>(st.opts.http.threads)},
+                 {"max_streams", st.opts.admission.max_streams},
+                 {"memory_budget_bytes", gw.budget().budget()}});
 
+  // SIGTERM or SIGINT: drain (readiness fails, serve on for drain-delay, stop accepting, let streams
+  // finish for up to drain-timeout, end the rest in-band) and exit 0. A second signal stops at once.
   net::io_context signals_ctx(1);
   net::signal_set signals(signals_ctx, SIGINT, SIGTERM);
   signals.async_wait([](const error_code&, int) {});
   signals_ctx.run();
-  gw.stop();
+  signals_ctx.restart();
+  signals.async_wait([](const error_code& ec, int) {
+    if (!ec) {
+      obs::log_warn("second signal: stopping now");
+      std::_Exit(0);
+    }
+  });
+  std::thread second([&signals_ctx] { signals_ctx.run(); });
+  gw.drain();
+  signals.cancel();
+  second.join();
+  obs::log_info("sluice serve stopped");
   return 0;
 }
 

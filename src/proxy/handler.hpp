@@ -8,9 +8,14 @@
 #include "http/server.hpp"
 #include "proxy/options.hpp"
 #include "proxy/request_validation.hpp"
+#include "proxy/services.hpp"
+#include "proxy/structured_output.hpp"
+#include "runtime/watchdog.hpp"
 #include "upstream/client.hpp"
 
 namespace sluice::proxy {
+
+namespace bhttp = boost::beast::http;
 
 // Read-only after start-up; shared by every worker thread's handler.
 struct shared_config {
@@ -18,6 +23,29 @@ struct shared_config {
   const upstream::options& upstream;
   upstream::url target;
   std::string authorization;  // "Bearer <key>" or empty; never logged or echoed
+  services& svc;
+  // Structured outputs: the schema-* settings and the process-wide compiled-schema cache (null: off).
+  const schema_options* schema = nullptr;
+  schema::schema_cache* schemas = nullptr;
+};
+
+// What one request went through, for its metrics, its log line and x-sluice-overhead-ms.
+struct story {
+  obs::route route = obs::route::other;
+  std::string request_id;
+  std::string model;
+  runtime::steady::time_point start = runtime::steady::now();
+  double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered
+  std::uint64_t bytes_in = 0;
+  bool stream = false;
+  std::optional<output_contract> contract;  // structured outputs: the schema the output must follow
+  std::string overhead_header() const;
+};
+
+// Held for the whole upstream exchange: the global slot (+ memory reservation) and the per-key slot.
+struct admission_ticket {
+  admission::permit slot;
+  std::optional<admission::key_permit> key;
 };
 
 class handler final : public http::request_handler {
@@ -28,21 +56,34 @@ class handler final : public http::request_handler {
   task<void> reject(const error& e, http::connection& conn) override;
 
   upstream::client& upstream_client() noexcept { return client_; }
+  // The watchdog of this handler's thread (owned by its http::server); relays register with it.
+  void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
 
  private:
-  task<bool> forward(http::request& req, http::connection& conn, std::string path, bool stream,
-                     const std::string& request_id);
-  task<bool> send_error(const error& e, http::connection& conn, unsigned version, bool keep_alive,
-                        const std::string& request_id);
+  task<bool> forward(http::request& req, http::connection& conn, std::string path, story& st);
+  task<bool> send_error(const error& e, http::connection& conn, unsigned version, bool keep_alive, story& st,
+                        std::optional<obs::reject_reason> reason = std::nullopt,
+                        const bhttp::fields* extra = nullptr);
+  task<bool> send_json(bhttp::status status, std::string body, std::string_view content_type,
+                       http::connection& conn, unsigned version, bool keep_alive, story& st);
+  // Client key, memory shed, then a slot from the bounded queue. Sends the refusal itself.
+  task<std::optional<admission_ticket>> admit(http::request& req, http::connection& conn, story& st, bool keep);
+  task<admission::acquire_result> acquire_slot(http::connection& conn);
+  bool keep_alive(const http::request& req) const noexcept;
   task<void> watch_client(http::connection& conn, upstream::abort_handle& abort);
   // The racing sides of "wait for the upstream while watching the client": each one, when done,
   // cancels the client socket's operations so the watcher ends.
   task<result<std::unique_ptr<upstream::response>>> send_upstream(upstream::request& req, upstream::abort_handle& abort,
                                                                   http::connection& conn);
   task<result<std::string>> read_body(upstream::response& up, http::connection& conn);
+  // Structured outputs on a whole 2xx answer (handler_structured.cpp): the verdict and, under
+  // `retry`, new upstream attempts while it is invalid; `status`/`body` become the last attempt's.
+  task<whole_check> check_whole_answer(const output_contract& c, upstream::request& up_req, http::connection& conn,
+                                       unsigned& status, std::string& body);
 
   const shared_config& cfg_;
   upstream::client client_;
+  runtime::watchdog* watchdog_ = nullptr;
 };
 
 }  // namespace sluice::proxy

@@ -11,11 +11,42 @@ namespace sluice::proxy {
 using namespace boost::asio::experimental::awaitable_operators;
 namespace json = boost::json;
 
-sse_relay::sse_relay(http::connection& client, upstream::response& up, const options& opts)
+sse_relay::sse_relay(http::connection& client, upstream::response& up, const options& opts, services& svc,
+                     runtime::steady::time_point request_start)
     : client_(client),
       up_(up),
+      svc_(svc),
+      request_start_(request_start),
+      active_buffer_(svc.metrics.gateway().stream_active_buffers()),
+      handle_(svc.streams.add()),
       buf_(static_cast<std::size_t>(opts.stream_buffer_initial), static_cast<std::size_t>(opts.stream_buffer)),
       parser_(static_cast<std::size_t>(opts.stream_buffer)) {}
+
+sse_relay::~sse_relay() {
+  if (accounted_bytes_) svc_.metrics.gateway().stream_buffered_bytes().Decrement(static_cast<double>(accounted_bytes_));
+}
+
+void sse_relay::account_buffer() noexcept {
+  std::uint64_t now_bytes = buf_.capacity();
+  if (now_bytes == accounted_bytes_) return;
+  auto& g = svc_.metrics.gateway().stream_buffered_bytes();
+  if (now_bytes > accounted_bytes_) g.Increment(static_cast<double>(now_bytes - accounted_bytes_));
+  else g.Decrement(static_cast<double>(accounted_bytes_ - now_bytes));
+  accounted_bytes_ = now_bytes;
+  handle_.set_buffered(now_bytes);
+}
+
+void sse_relay::on_tick(runtime::steady::time_point) {
+  if (reset_reason_) return;
+  if (svc_.drain.cutting.load(std::memory_order_relaxed)) {
+    reset_reason_ = error::make(errc::overloaded, "the gateway is shutting down; retry the request");
+  } else if (handle_ && handle_.reset_requested()) {
+    reset_reason_ = error::make(errc::overloaded, "the gateway is over its memory budget; retry the request");
+  } else {
+    return;
+  }
+  up_.abort();  // the pump's pending read fails at once and ends the stream in-band
+}
 
 task<relay_result> sse_relay::run(bhttp::response<bhttp::empty_body>& head) {
   auto w = co_await client_.write_head(head);
@@ -48,6 +79,13 @@ task<void> sse_relay::watch_client() {
 bool sse_relay::on_event(const sse::event_view& ev) {
   ++res_.events;
   if (ev.data == "[DONE]") {
+    if (check_) {  // structured outputs: the document must be complete; the verdict goes before [DONE]
+      if (auto e = check_->on_done()) {
+        malformed_ = std::move(*e);
+        return false;
+      }
+      verdict_at_ = good_end_;
+    }
     saw_done_ = true;
     good_end_ = ev.end;
     return true;
@@ -61,6 +99,19 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     return false;
   }
   const auto& obj = v.get_object();
+  if (check_) {  // structured outputs: the same parse feeds the schema check
+    if (auto e = check_->on_event(obj)) {
+      malformed_ = std::move(*e);
+      return false;
+    }
+  }
+  if (responses_end_) {  // Responses API: a terminal event instead of [DONE]
+    if (const auto* t = obj.if_contains("type"); t && t->is_string()) {
+      const auto& type = t->get_string();
+      if (type == "response.completed" || type == "response.incomplete") saw_done_ = true;
+      else if (type == "response.failed" || type == "error") saw_error_event_ = true;
+    }
+  }
   if (obj.contains("error")) saw_error_event_ = true;  // the upstream's own in-band error: forward it
   if (const auto* usage = obj.if_contains("usage"); usage && usage->is_object()) {
     if (const auto* c = usage->get_object().if_contains("completion_tokens"); c && c->is_int64())
@@ -68,9 +119,22 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     if (const auto* p = usage->get_object().if_contains("prompt_tokens"); p && p->is_int64())
       res_.prompt_tokens = static_cast<std::uint64_t>(p->get_int64());
   }
-  if (const auto* choices = obj.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty())
+  bool content = false;
+  if (const auto* choices = obj.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty()) {
     ++res_.content_events;
-  if (res_.first_event == runtime::steady::time_point{}) res_.first_event = runtime::steady::now();
+    content = true;
+  }
+  if (content) {
+    auto now = runtime::steady::now();
+    auto& m = svc_.metrics.gateway();
+    if (res_.first_event == runtime::steady::time_point{}) {
+      res_.first_event = now;
+      m.time_to_first_token_seconds().observe(now - request_start_);
+    } else {
+      m.inter_token_seconds().observe(now - last_content_);
+    }
+    last_content_ = now;
+  }
   good_end_ = ev.end;
   return true;
 }
@@ -103,12 +167,15 @@ task<void> sse_relay::pump_events() {
       co_await fail_in_band(error::make(errc::upstream_protocol, "stream buffer exhausted"));
       break;
     }
+    account_buffer();
     auto n = co_await up_.read_some(buf_.free_data(), room);
     if (res_.client_gone) break;
     if (!n) {
-      co_await fail_in_band(std::move(n).err());
+      error why = reset_reason_ ? *reset_reason_ : n.err();
+      co_await fail_in_band(std::move(why));
       break;
     }
+    const auto handling_start = runtime::steady::now();
     if (*n == 0) {  // upstream body complete
       if (buf_.size() > 0) {  // whitespace or a final event without its blank line: pass it on
         auto w = co_await client_.write_chunk(buf_.view(0, buf_.size()));
@@ -116,13 +183,18 @@ task<void> sse_relay::pump_events() {
         buf_.consume(buf_.size());
       }
       if (saw_done_ || saw_error_event_) {
+        if (saw_done_) {  // structured outputs: the verdict event at the end (Responses API)
+          auto v = co_await write_verdict_event();
+          if (!v) { res_.client_gone = true; break; }
+        }
         auto w = co_await client_.finish_chunks();
         if (!w) { res_.client_gone = true; break; }
         res_.completed = saw_done_;
         if (saw_error_event_ && !saw_done_)
           res_.failure = error::make(errc::upstream_status, "upstream sent an error event");
       } else {
-        co_await fail_in_band(error::make(errc::upstream_protocol, "upstream ended the stream without [DONE]"));
+        std::string missing = responses_end_ ? "response.completed" : "[DONE]";
+        co_await fail_in_band(error::make(errc::upstream_protocol, "upstream ended the stream without " + missing));
       }
       break;
     }
@@ -145,7 +217,8 @@ task<void> sse_relay::pump_events() {
     }
     if (*boundary != sse::parser::npos) {
       std::size_t upto = start + *boundary;
-      auto w = co_await client_.write_chunk(buf_.view(0, upto));
+      res_.relay_overhead_seconds += std::chrono::duration<double>(runtime::steady::now() - handling_start).count();
+      auto w = co_await write_events(start, upto);
       if (!w) {
         res_.client_gone = true;
         up_.abort();
@@ -154,6 +227,31 @@ task<void> sse_relay::pump_events() {
       buf_.consume(upto);
     }
   }
+}
+
+// --- structured outputs: the verdict event (annotate, opted in) -------------------------------
+
+task<result<void>> sse_relay::write_verdict_event() {
+  if (!check_ || verdict_sent_) co_return ok;
+  verdict_sent_ = true;
+  std::string event = check_->final_event();
+  if (event.empty()) co_return ok;
+  co_return co_await client_.write_chunk(event);
+}
+
+task<result<void>> sse_relay::write_events(std::size_t chunk_start, std::size_t upto) {
+  if (verdict_at_ == sse::parser::npos || verdict_sent_) co_return co_await client_.write_chunk(buf_.view(0, upto));
+  // [DONE] starts right after the last good event of this chunk, or at the buffer's start when it
+  // is the chunk's first event (the buffer then holds only its beginning).
+  std::size_t split = verdict_at_ > 0 ? chunk_start + verdict_at_ : 0;
+  verdict_at_ = sse::parser::npos;
+  if (split > 0) {
+    auto w = co_await client_.write_chunk(buf_.view(0, split));
+    if (!w) co_return w;
+  }
+  auto v = co_await write_verdict_event();
+  if (!v) co_return v;
+  co_return co_await client_.write_chunk(buf_.view(split, upto - split));
 }
 
 }  // namespace sluice::proxy

@@ -9,8 +9,11 @@
 
 #include "core/error.hpp"
 #include "http/connection.hpp"
+#include "observability/gauge_hold.hpp"
 #include "proxy/options.hpp"
+#include "proxy/services.hpp"
 #include "proxy/stream_buffer.hpp"
+#include "proxy/structured_output.hpp"
 #include "sse/parser.hpp"
 #include "upstream/client.hpp"
 
@@ -28,16 +31,27 @@ struct relay_result {
   std::uint64_t completion_tokens = 0;  // from a usage chunk, when the upstream sent one
   std::uint64_t prompt_tokens = 0;
   runtime::steady::time_point first_event{};
+  double relay_overhead_seconds = 0;  // time spent handling events in sluice (parse + write issue)
 };
 
-class sse_relay {
+// Also a watchdog item: on each tick it checks whether the memory-pressure loop or the drain asked
+// this stream to end, and if so aborts the upstream so the pump ends it with an in-band error.
+class sse_relay : public runtime::watchdog::item {
  public:
-  sse_relay(http::connection& client, upstream::response& up, const options& opts);
+  sse_relay(http::connection& client, upstream::response& up, const options& opts, services& svc,
+            runtime::steady::time_point request_start);
+  ~sse_relay() override;
 
   // Writes `head` (chunked) and relays the body. Never throws on I/O errors.
   task<relay_result> run(bhttp::response<bhttp::empty_body>& head);
 
   std::size_t buffered_bytes() const noexcept { return buf_.size(); }
+  // Structured outputs (structured_output.hpp): each event's parsed object goes to `check`, which
+  // may end the stream in-band (reject) or add its sluice.schema event before the end (annotate).
+  void set_output_check(stream_check* check) noexcept { check_ = check; }
+  // The Responses API ends a stream with response.completed (or .incomplete) and no [DONE].
+  void end_on_response_completed() noexcept { responses_end_ = true; }
+  void on_tick(runtime::steady::time_point now) override;
 
  private:
   task<void> pump();
@@ -46,15 +60,31 @@ class sse_relay {
   task<void> fail_in_band(error e);
   // Checks one event; false stops the parse (malformed payload).
   bool on_event(const sse::event_view& ev);
+  // Writes buf_[0, upto), with the structured-output verdict event spliced in before [DONE].
+  task<result<void>> write_events(std::size_t chunk_start, std::size_t upto);
+  task<result<void>> write_verdict_event();
+  // Keeps the buffered-bytes gauge and the stream registry in step with the buffer.
+  void account_buffer() noexcept;
 
   http::connection& client_;
   upstream::response& up_;
+  services& svc_;
+  runtime::steady::time_point request_start_;
+  obs::gauge_hold active_buffer_;
+  admission::stream_handle handle_;
+  std::uint64_t accounted_bytes_ = 0;
+  runtime::steady::time_point last_content_{};
+  std::optional<error> reset_reason_;  // set when the gateway itself ends the stream
   stream_buffer buf_;
   sse::parser parser_;
   relay_result res_;
   bool saw_done_ = false;
   bool saw_error_event_ = false;
   std::optional<error> malformed_;
+  stream_check* check_ = nullptr;            // structured outputs; null when not checked
+  bool responses_end_ = false;
+  std::size_t verdict_at_ = sse::parser::npos;  // within the chunk: where the verdict event goes
+  bool verdict_sent_ = false;
   std::size_t good_end_ = 0;  // within the chunk being parsed: end of the last good event
 };
 

@@ -43,11 +43,12 @@ generator::generator(const completion_request& req, std::uint64_t tokens, std::u
       count_(cut_ ? *req.max_tokens : tokens),
       token_size_(token_size),
       prompt_tokens_(req.prompt_tokens),
-      state_(req.hash) {
+      state_(req.hash),
+      start_state_(req.hash) {
   // Ids and `created` come from the request hash, never a counter or the clock, so that repeated
   // identical requests are byte-identical.
   std::uint64_t idstate = req.hash ^ 0x1d1d1d1dull;
-  id_ = kind_ == api::chat ? "chatcmpl-" : "cmpl-";
+  id_ = kind_ == api::chat ? "chatcmpl-" : kind_ == api::responses ? "resp_" : "cmpl-";
   for (int i = 0; i < 24; ++i) id_.push_back(alphabet[splitmix(idstate) % alphabet.size()]);
   created_ = 1'700'000'000 + splitmix(idstate) % 50'000'000;
 
@@ -63,6 +64,15 @@ generator::generator(const completion_request& req, std::uint64_t tokens, std::u
 std::uint64_t generator::next() noexcept { return splitmix(state_); }
 
 void generator::append_token_text(std::string& out) {
+  if (content_) {
+    const std::string& t = *content_;
+    std::size_t end = std::min(t.size(), content_pos_ + static_cast<std::size_t>(token_size_));
+    while (end < t.size() && (static_cast<unsigned char>(t[end]) & 0xC0) == 0x80) ++end;  // keep UTF-8 whole
+    std::string quoted = json::serialize(json::string_view(t.data() + content_pos_, end - content_pos_));
+    out.append(quoted, 1, quoted.size() - 2);
+    content_pos_ = end;
+    return;
+  }
   // Words (cut to fit) each followed by a space, so a stream reads as text at any token size.
   std::uint64_t left = token_size_;
   while (left > 0) {
@@ -98,6 +108,7 @@ void generator::append_chunk_close(std::string& j, std::string_view finish) cons
 }
 
 void generator::append_role_chunk(std::string& out) {
+  if (kind_ == api::responses) return append_response_open(out);
   append_chunk_open(json_);
   json_ += "\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}";
   append_chunk_close(json_, {});
@@ -105,6 +116,7 @@ void generator::append_role_chunk(std::string& out) {
 }
 
 void generator::append_token_chunk(std::string& out) {
+  if (kind_ == api::responses) return append_response_delta(out);
   append_chunk_open(json_);
   json_ += kind_ == api::chat ? "\"delta\":{\"content\":\"" : "\"text\":\"";
   append_token_text(json_);
@@ -114,6 +126,7 @@ void generator::append_token_chunk(std::string& out) {
 }
 
 void generator::append_finish_chunk(std::string& out) {
+  if (kind_ == api::responses) return append_response_close(out);
   append_chunk_open(json_);
   json_ += kind_ == api::chat ? "\"delta\":{}" : "\"text\":\"\"";
   append_chunk_close(json_, finish_reason());
@@ -147,7 +160,17 @@ void generator::append_malformed_event(std::string& out) {
 
 void generator::append_done(std::string& out) { sse::append_event(out, "[DONE]"); }
 
+std::string generator::full_text() const {
+  generator replay = *this;
+  replay.state_ = start_state_;
+  replay.content_pos_ = 0;
+  std::string text;
+  for (std::uint64_t i = 0; i < count_; ++i) replay.append_token_text(text);
+  return text;
+}
+
 std::string generator::body() {
+  if (kind_ == api::responses) return response_body();
   std::string text;
   text.reserve(count_ * token_size_);
   for (std::uint64_t i = 0; i < count_; ++i) append_token_text(text);
@@ -180,7 +203,7 @@ std::string render_stream(const completion_request& req, std::uint64_t tokens, s
   for (std::uint64_t i = 0; i < g.completion_tokens(); ++i) g.append_token_chunk(out);
   g.append_finish_chunk(out);
   if (req.include_usage) g.append_usage_chunk(out);
-  generator::append_done(out);
+  if (g.has_done_marker()) generator::append_done(out);
   return out;
 }
 

@@ -25,9 +25,17 @@ class generator {
   const std::string& id() const noexcept { return id_; }
   std::uint64_t created() const noexcept { return created_; }
 
+  // Output exactly `text` (x-sim-content) instead of generated words: token i is the i-th slice of
+  // token_size bytes (never cut inside a UTF-8 sequence), JSON-escaped. `text` must outlive this.
+  void use_content(const std::string& text) noexcept { content_ = &text; }
+
   // Stream events, each appended to `out` as one complete SSE event ("data: ...\n\n").
-  // Chat streams open with a role chunk; legacy completions have none.
-  bool has_role_chunk() const noexcept { return kind_ == api::chat; }
+  // Chat streams open with a role chunk; legacy completions have none. For the Responses API the
+  // same calls produce its typed events (responses_content.cpp): the "role chunk" is
+  // response.created .. response.content_part.added, a token chunk is response.output_text.delta,
+  // the finish chunk is response.output_text.done .. response.completed; it has no [DONE].
+  bool has_role_chunk() const noexcept { return kind_ != api::completion; }
+  bool has_done_marker() const noexcept { return kind_ != api::responses; }
   void append_role_chunk(std::string& out);
   void append_token_chunk(std::string& out);  // the next token
   void append_finish_chunk(std::string& out);
@@ -38,10 +46,23 @@ class generator {
   // The whole non-stream body (chat.completion or text_completion, with usage).
   std::string body();
 
-  // Appends the next token's text (exactly token_size bytes, JSON-safe ASCII).
+  // Appends the next token's text (exactly token_size bytes, JSON-safe ASCII; with use_content, the
+  // next slice of that text, JSON-escaped).
   void append_token_text(std::string& out);
 
  private:
+  // Responses API (responses_content.cpp).
+  void append_response_open(std::string& out);
+  void append_response_delta(std::string& out);
+  void append_response_close(std::string& out);
+  std::string response_body();
+  // {"id":..,"object":"response",..} with this status, output array and usage (JSON snippets).
+  std::string response_object(std::string_view status, std::string_view output, bool with_usage) const;
+  std::string message_item(std::string_view status, std::string_view text_json) const;
+  void append_typed_event(std::string& out, std::string_view type, std::string_view fields);
+  // Every token's text from the start (a replay of the same deterministic sequence), JSON-escaped.
+  std::string full_text() const;
+
   void append_chunk_open(std::string& json) const;
   void append_chunk_close(std::string& json, std::string_view finish) const;
   void append_usage_object(std::string& json) const;
@@ -51,6 +72,10 @@ class generator {
   bool include_usage_;
   bool cut_;
   std::uint64_t count_, token_size_, prompt_tokens_, created_, state_;
+  std::uint64_t start_state_;
+  const std::string* content_ = nullptr;  // x-sim-content text, or null for generated words
+  std::size_t content_pos_ = 0;
+  std::uint64_t sequence_ = 0;            // Responses API sequence_number
   std::string id_;
   std::string head_;   // `{"id":...,"model":...,` shared by every chunk of this response
   std::string json_;   // scratch for one event's JSON, reused

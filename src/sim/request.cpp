@@ -62,6 +62,33 @@ result<std::optional<std::uint64_t>> positive_int(const json::object& o, std::st
   return bad(std::string(key) + " must be a positive integer", std::string(key));
 }
 
+// RFC 4648 base64 (standard alphabet, '=' padding optional); nullopt on any other byte.
+std::optional<std::string> decode_base64(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 result<request_settings> resolve_settings(const options& opts, const header_overrides& h) {
@@ -125,6 +152,13 @@ result<request_settings> resolve_settings(const options& opts, const header_over
     s.fault = status_fault::forced;
     s.status = static_cast<int>(*r);
   }
+  if (!h.content_b64.empty()) {
+    s.content = decode_base64(h.content_b64);
+    if (!s.content) return bad("x-sim-content-b64: not valid base64");
+  } else if (!h.content.empty()) {
+    s.content = std::string(h.content);
+  }
+  if (s.content) s.tokens = (s.content->size() + s.token_size - 1) / s.token_size;
   return s;
 }
 
@@ -171,13 +205,25 @@ result<completion_request> parse_completion(api kind, std::string_view body, std
       if (auto* c = m.get_object().if_contains("content")) bytes += text_bytes(*c);
       overhead += 4;  // role and framing, roughly as OpenAI counts them
     }
+  } else if (kind == api::responses) {
+    auto* input = o.if_contains("input");
+    if (!input || !(input->is_string() || input->is_array())) return bad("input must be a string or an array", "input");
+    if (input->is_string()) bytes = input->get_string().size();
+    else
+      for (const auto& item : input->get_array())
+        if (item.is_object())
+          if (auto* c = item.get_object().if_contains("content")) bytes += text_bytes(*c);
+    auto m = positive_int(o, "max_output_tokens");
+    if (!m) return std::move(m).err();
+    if (*m) r.max_tokens = *m;
   } else {
     auto* prompt = o.if_contains("prompt");
     if (!prompt || !(prompt->is_string() || prompt->is_array())) return bad("prompt must be a string or an array", "prompt");
     bytes = text_bytes(*prompt);
   }
   r.prompt_tokens = std::max<std::uint64_t>(1, (bytes + 3) / 4 + overhead);
-  r.hash = mix(fnv1a(body, mix(seed ^ (kind == api::chat ? 0x63686174ull : 0x636d706cull))));
+  const std::uint64_t salt = kind == api::chat ? 0x63686174ull : kind == api::completion ? 0x636d706cull : 0x72657370ull;
+  r.hash = mix(fnv1a(body, mix(seed ^ salt)));
   return r;
 }
 

@@ -14,7 +14,8 @@
 
 namespace sluice::sim {
 
-enum class api { chat, completion };  // POST /v1/chat/completions, POST /v1/completions
+// POST /v1/chat/completions, POST /v1/completions, POST /v1/responses
+enum class api { chat, completion, responses };
 
 // Faults decided before the response headers (an error status instead of a completion).
 enum class status_fault { none, http_5xx, http_429, forced };
@@ -23,6 +24,7 @@ enum class status_fault { none, http_5xx, http_429, forced };
 struct header_overrides {
   std::string_view tokens, ttft, token_delay, token_size, header_delay, retry_after;
   std::string_view fault, fault_after, status;
+  std::string_view content, content_b64;  // x-sim-content / x-sim-content-b64: the exact output text
 };
 
 struct request_settings {
@@ -35,6 +37,9 @@ struct request_settings {
   status_fault fault = status_fault::none;
   bool faults_pinned = false;  // x-sim-fault was given: the random rates do not apply
   int status = 0;              // for status_fault::forced
+  // x-sim-content(-b64): the assistant output is exactly this text, cut into token_size-byte tokens
+  // (never inside a UTF-8 sequence); `tokens` is then ceil(size / token_size).
+  std::optional<std::string> content;
 };
 
 // Server options overridden by the request's headers; a bad header value is a 400 naming it.

@@ -135,6 +135,7 @@ task<void> respond_status(exchange& x) {
 
 task<void> respond_whole(exchange& x) {
   generator gen(x.req, x.s.tokens, x.s.token_size);
+  if (x.s.content) gen.use_content(*x.s.content);
   const auto n = gen.completion_tokens();
   // A whole response arrives when its last token would have: header delay, ttft, then the gaps.
   duration wait = x.s.header_delay + x.s.ttft + (n > 1 ? x.s.token_delay * static_cast<std::int64_t>(n - 1) : duration::zero());
@@ -164,6 +165,7 @@ task<void> respond_whole(exchange& x) {
 task<void> respond_stream(exchange& x) {
   auto& w = x.c.owner;
   generator gen(x.req, x.s.tokens, x.s.token_size);
+  if (x.s.content) gen.use_content(*x.s.content);
   bool ok = co_await pause(x, x.s.header_delay);
   if (!ok) co_return;
 
@@ -221,8 +223,10 @@ task<void> respond_stream(exchange& x) {
     gen.append_usage_chunk(x.event);
     frame_event(x);
   }
-  generator::append_done(x.event);
-  frame_event(x);
+  if (gen.has_done_marker()) {  // the Responses API ends with response.completed, no [DONE]
+    generator::append_done(x.event);
+    frame_event(x);
+  }
   x.pending += "0\r\n\r\n";
   // Counted before the last write so a client that has read [DONE] always sees it in the stats.
   x.close_stream();
@@ -274,7 +278,8 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
                      header(req, "x-sim-token-delay"),  header(req, "x-sim-token-size"),
                      header(req, "x-sim-header-delay"), header(req, "x-sim-retry-after"),
                      header(req, "x-sim-fault"),        header(req, "x-sim-fault-after"),
-                     header(req, "x-sim-status")};
+                     header(req, "x-sim-status"),       header(req, "x-sim-content"),
+                     header(req, "x-sim-content-b64")};
   auto settings = resolve_settings(w.opts, h);
   if (!settings) {
     auto res = make_error(400, keep, settings.err().message, "invalid_request_error");

@@ -47,9 +47,10 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   const bool keep = req.keep_alive();
   const bool post = req.method() == http::verb::post, get = req.method() == http::verb::get;
 
-  if (target == "/v1/chat/completions" || target == "/v1/completions") {
+  if (target == "/v1/chat/completions" || target == "/v1/completions" || target == "/v1/responses") {
     if (post) {
-      auto end = co_await serve_completion(c, target == "/v1/completions" ? api::completion : api::chat, req);
+      const api kind = target == "/v1/completions" ? api::completion : target == "/v1/responses" ? api::responses : api::chat;
+      auto end = co_await serve_completion(c, kind, req);
       co_return end;
     }
   } else if (target == "/v1/models") {

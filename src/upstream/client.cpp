@@ -166,6 +166,7 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
   req.prepare_payload();
 
   for (int attempt = 0; attempt < 2; ++attempt) {
+    const auto connect_start = std::chrono::steady_clock::now();
     std::unique_ptr<connection> c;
     // Newest idle connection first; drop the ones that are too old or that the peer closed.
     while (!pool_->idle.empty() && !c) {
@@ -190,6 +191,7 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
     abort.conn_ = c.get();
     if (abort.aborted()) co_return error::make(errc::cancelled, "upstream request aborted");
 
+    const auto connect_time = std::chrono::steady_clock::now() - connect_start;
     c->idle_timeout = opts_.idle_between_events;
     c->reset_parser(opts_.max_response_head);
     c->tcp().expires_after(opts_.first_byte_timeout);
@@ -206,7 +208,9 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
       co_return map_io_error(ec, "waiting for the response head", abort.aborted());
     }
     c->tcp().expires_never();
-    co_return std::make_unique<response>(std::move(c), pool_, abort);
+    auto res = std::make_unique<response>(std::move(c), pool_, abort);
+    res->set_connect_time(std::chrono::duration_cast<duration>(connect_time));
+    co_return res;
   }
   co_return error::make(errc::upstream_connect, "upstream connection failed");
 }

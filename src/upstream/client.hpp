@@ -61,11 +61,15 @@ class response {
   bool done() const;
   // Closes the connection now (it will not go back to the pool).
   void abort() noexcept;
+  // Time spent getting a connection ready (pool check, or DNS + TCP + TLS) for this exchange.
+  duration connect_time() const noexcept { return connect_time_; }
+  void set_connect_time(duration d) noexcept { connect_time_ = d; }
 
  private:
   std::unique_ptr<connection> conn_;
   std::weak_ptr<pool> home_;
   abort_handle& abort_;
+  duration connect_time_{};
 };
 
 struct client_stats {

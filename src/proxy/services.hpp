@@ -1,0 +1,33 @@
+// The process-wide parts every worker thread's handler uses: metrics, admission (permits, queue,
+// memory budget, the registry of live streams), optional client keys and the drain state. Built
+// and owned by app::gateway; all members are thread-safe (atomics or internally locked).
+#pragma once
+
+#include <atomic>
+
+#include "admission/client_keys.hpp"
+#include "admission/controller.hpp"
+#include "admission/memory_budget.hpp"
+#include "admission/options.hpp"
+#include "admission/stream_registry.hpp"
+#include "observability/metrics.hpp"
+
+namespace sluice::proxy {
+
+// The gateway's shutdown phases, read by every handler and relay.
+struct drain_state {
+  std::atomic<bool> draining{false};  // readiness fails; responses say Connection: close
+  std::atomic<bool> cutting{false};   // drain timeout passed: end remaining streams in-band
+};
+
+struct services {
+  obs::metrics_registry& metrics;
+  admission::controller& admission;
+  admission::memory_budget& budget;
+  admission::stream_registry& streams;
+  admission::client_keys* keys;  // null: no client keys configured (no authentication)
+  const admission::options& admission_opts;
+  drain_state& drain;
+};
+
+}  // namespace sluice::proxy
