@@ -1,0 +1,87 @@
+# Helpers shared by the bench/ scripts (sourced, not run). Bash 5, Debian 12 userland, loopback only.
+#
+# Every process started through bench_spawn is remembered in BENCH_PIDS and stopped by bench_cleanup
+# (install it with `trap bench_cleanup EXIT`). Nothing here touches a path outside BENCH_TMP.
+
+BENCH_PIDS=()
+
+bench_log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+bench_die() { bench_log "error: $*"; exit 1; }
+
+# bench_spawn LOGFILE CMD... : starts CMD in the background with stdout+stderr to LOGFILE; sets
+# BENCH_LAST_PID.
+bench_spawn() {
+  local logf=$1; shift
+  "$@" >"$logf" 2>&1 &
+  BENCH_LAST_PID=$!
+  BENCH_PIDS+=("$BENCH_LAST_PID")
+}
+
+# bench_stop PID : SIGTERM, wait up to 10 s, then SIGKILL. Only ever a pid this script started.
+bench_stop() {
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    bench_log "pid $pid ignored SIGTERM for 10 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+  local keep=() p
+  for p in "${BENCH_PIDS[@]}"; do [ "$p" = "$pid" ] || keep+=("$p"); done
+  BENCH_PIDS=("${keep[@]}")
+}
+
+bench_cleanup() {
+  local p
+  for p in "${BENCH_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.3
+  for p in "${BENCH_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  BENCH_PIDS=()
+}
+
+# bench_wait_port LOGFILE PID : prints the port of the first "listening on HOST:PORT" line.
+bench_wait_port() {
+  local f=$1 pid=$2 i
+  for i in $(seq 1 400); do
+    if grep -q "listening on" "$f" 2>/dev/null; then
+      grep -m1 -o "listening on [0-9.]*:[0-9]*" "$f" | sed 's/.*://'
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  bench_log "process $pid did not start; its output:"; cat "$f" >&2
+  return 1
+}
+
+# bench_wait_tcp PORT PID : waits until 127.0.0.1:PORT accepts a connection (for servers that do
+# not print their port, i.e. nginx).
+bench_wait_tcp() {
+  local port=$1 pid=$2 i
+  for i in $(seq 1 400); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+# bench_free_port : a currently free loopback TCP port (the kernel picks it; tiny race until use).
+bench_free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# bench_raise_nofile : raises the soft descriptor limit to the hard one; prints the result.
+bench_raise_nofile() {
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  ulimit -n
+}
+
+# bench_load : the 1-minute load average.
+bench_load() { cut -d' ' -f1 /proc/loadavg; }
