@@ -108,3 +108,92 @@ test('the upstream key never appears in the gateway output', () => {
   assert.ok(!gatewayOutput().includes(UPSTREAM_KEY));
   assert.ok(!gatewayOutput().includes('PLANTED'));
 });
+
+// Structured outputs: sluice validates the model's JSON against response_format's schema
+// (docs/schema.md). x-sim-content makes the simulator's output exact.
+const citySchema = {
+  type: 'object',
+  properties: { city: { type: 'string' }, n: { type: 'integer' } },
+  required: ['city'],
+  additionalProperties: false,
+};
+const cityFormat = { type: 'json_schema', json_schema: { name: 'city', strict: true, schema: citySchema } };
+
+test('structured output stream through the SDK (annotate, default: no extra event)', async () => {
+  const content = '{"city":"Oslo","n":3}';
+  const stream = await client().chat.completions.create(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], stream: true, response_format: cityFormat },
+    { headers: { 'x-sim-content': content } },
+  );
+  let text = '';
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) text += c.delta?.content ?? '';
+  }
+  assert.equal(text, content);
+  assert.deepEqual(JSON.parse(text), { city: 'Oslo', n: 3 });
+});
+
+test('structured output: the opt-in sluice.schema event reaches SDK users as a chunk without choices', async () => {
+  // Why the event is opt-in (x-sluice-schema-events): openai-node yields a named event's data as
+  // an ordinary chunk, so code that reads chunk.choices would throw on it.
+  const stream = await client().chat.completions.create(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], stream: true, response_format: cityFormat },
+    { headers: { 'x-sim-content': '{"city":"Oslo","n":"three"}', 'x-sluice-schema-events': '1' } },
+  );
+  const verdicts = [];
+  let text = '';
+  for await (const chunk of stream) {
+    if (!chunk.choices) { verdicts.push(chunk); continue; }
+    for (const c of chunk.choices) text += c.delta?.content ?? '';
+  }
+  assert.equal(text, '{"city":"Oslo","n":"three"}');
+  assert.equal(verdicts.length, 1);
+  assert.equal(verdicts[0].valid, false);
+  assert.equal(verdicts[0].instance_path, '/n');
+});
+
+test('structured output under reject: a violation is an APIError in the SDK stream', async () => {
+  const stream = await client().chat.completions.create(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], stream: true, response_format: cityFormat },
+    { headers: { 'x-sim-content': '{"city":"Oslo","n":"three"}', 'x-sluice-schema-policy': 'reject' } },
+  );
+  await assert.rejects(async () => {
+    for await (const _ of stream) { /* drain */ }
+  }, (err) => err instanceof OpenAI.APIError && err.code === 'schema_violation');
+});
+
+test('structured output non-stream: verdict header, and a bad schema is a BadRequestError naming it', async () => {
+  const { data, response } = await client().chat.completions
+    .create(
+      { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], response_format: cityFormat },
+      { headers: { 'x-sim-content': '{"city":"Oslo"}' } },
+    )
+    .withResponse();
+  assert.equal(response.headers.get('x-sluice-schema'), 'valid');
+  assert.deepEqual(JSON.parse(data.choices[0].message.content), { city: 'Oslo' });
+
+  await assert.rejects(
+    client().chat.completions.create({
+      model: 'sim-1',
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', unevaluatedProperties: false } } },
+    }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'response_format.json_schema.schema/unevaluatedProperties',
+  );
+});
+
+test('responses API stream through the SDK with text.format json_schema', async () => {
+  const content = '{"city":"Rome"}';
+  const stream = await client().responses.create(
+    { model: 'sim-1', input: 'a city', stream: true, text: { format: { type: 'json_schema', name: 'city', strict: true, schema: citySchema } } },
+    { headers: { 'x-sim-content': content } },
+  );
+  let text = '';
+  let completed = false;
+  for await (const event of stream) {
+    if (event.type === 'response.output_text.delta') text += event.delta;
+    if (event.type === 'response.completed') completed = true;
+  }
+  assert.equal(text, content);
+  assert.ok(completed);
+});
