@@ -81,7 +81,23 @@ task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
       }
       co_return map_io_error(ec, "while reading the response body", abort_.aborted_);
     }
-    if (n > 0) co_return n;
+    if (n > 0) {
+      // Decode whatever else already arrived (more chunks of the same read) before returning, so
+      // the relay writes everything one socket read brought with one write.
+      while (n < cap && conn_->buffered() > 0 && !p.is_done()) {
+        p.get().body().data = dst + n;
+        p.get().body().size = cap - n;
+        const std::size_t before = cap - n;
+        std::size_t parsed = p.put(net::buffer(conn_->buffered_data()), ec);
+        conn_->consume(parsed);
+        if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
+        if (ec) break;  // reported by the next read
+        std::size_t got = before - p.get().body().size;
+        n += got;
+        if (parsed == 0 && got == 0) break;
+      }
+      co_return n;
+    }
   }
   conn_->tcp().expires_never();
   co_return std::size_t{0};
@@ -130,9 +146,17 @@ task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort) {
     }
   } guard{abort};
 
-  tcp::resolver resolver(ex_);
   error_code ec;
-  auto endpoints = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), ec_out(ec));
+  tcp::resolver::results_type endpoints;
+  // An IP literal needs no resolver (which would hop to Asio's resolver thread on every connect).
+  if (auto literal = net::ip::make_address(target_.host, ec); !ec) {
+    endpoints = tcp::resolver::results_type::create(tcp::endpoint(literal, target_.port), target_.host,
+                                                    std::to_string(target_.port));
+  } else {
+    ec = {};
+    tcp::resolver resolver(ex_);
+    endpoints = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), ec_out(ec));
+  }
   if (abort.aborted()) co_return error::make(errc::cancelled, "upstream request aborted");
   if (ec) {
     error e = error::make(errc::upstream_connect, "cannot resolve upstream host " + target_.host + ": " + ec.message());

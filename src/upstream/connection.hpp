@@ -31,6 +31,10 @@ class connection {
 
   // Starts a fresh exchange (a new parser) on this connection.
   void reset_parser(std::size_t max_head);
+  // Bytes read from the socket but not yet parsed.
+  std::size_t buffered() const noexcept { return buffer_.size(); }
+  auto buffered_data() const noexcept { return buffer_.data(); }
+  void consume(std::size_t n) noexcept { buffer_.consume(n); }
   bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
   // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).
   bool looks_dead() noexcept;
