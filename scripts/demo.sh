@@ -42,7 +42,10 @@ wait_port() {
 pids+=($!)
 sim_port=$(wait_port "$tmp/sim.log")
 
+# The stream cap is raised above the flood so every stream runs at once (the point is bounded memory
+# under full concurrency); the overload test shows what a small cap does instead.
 OPENAI_API_KEY=sk-demo-not-a-real-key "$bin" serve --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$sim_port" \
+  --max-streams "$((STREAMS * 2))" --log-level warn \
   >"$tmp/serve.log" 2>&1 &
 gw_pid=$!
 pids+=($gw_pid)
