@@ -415,7 +415,7 @@ task<bool> handler::forward(http::request& req, http::connection& conn, std::str
     sse_relay relay(conn, *up, cfg_.proxy, cfg_.svc, st.start);
     if (watchdog_) watchdog_->add(relay);
     std::optional<stream_check> output_check;  // structured outputs, fed by the relay's own parse
-    if (st.contract) output_check.emplace(*st.contract);
+    if (st.contract && st.contract->checks_streams()) output_check.emplace(*st.contract);
     if (output_check) relay.set_output_check(&*output_check);
     if (path == "/v1/responses") relay.end_on_response_completed();
     auto result = co_await relay.run(head);

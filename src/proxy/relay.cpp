@@ -84,7 +84,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
         malformed_ = std::move(*e);
         return false;
       }
-      verdict_at_ = good_end_;
+      if (check_->emits_event()) verdict_at_ = good_end_;
     }
     saw_done_ = true;
     good_end_ = ev.end;

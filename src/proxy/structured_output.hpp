@@ -68,6 +68,8 @@ struct output_contract {
   std::uint64_t retries = 0;  // extra attempts (policy retry, whole answers)
   bool stream_event = false;  // annotate on a stream: the client opted in to the sluice.schema event
 
+  // A stream needs a stream_check unless its verdict would go nowhere (annotate, not opted in).
+  bool checks_streams() const noexcept { return policy != schema_policy::annotate || stream_event; }
   // Whole answers under `retry` may be sent again: the forwarder keeps the request body.
   bool keeps_request_body() const noexcept { return policy == schema_policy::retry && retries > 0; }
 };
@@ -119,6 +121,7 @@ class stream_check {
   std::string final_event();
 
   bool finished() const noexcept { return finished_; }
+  bool emits_event() const noexcept { return emit_event_ && policy_ == schema_policy::annotate; }
   const schema::verdict& verdict() const noexcept { return verdict_; }
 
  private:
