@@ -85,26 +85,20 @@ task<result<request>> connection::read_request() {
   co_return parser.release();
 }
 
-template <class Buffers>
-static task<result<void>> do_write(tcp::socket& s, const Buffers& b, runtime::steady::time_point& since,
-                                   std::uint64_t& written) {
-  since = runtime::steady::now();
-  error_code ec;
-  std::size_t n = co_await net::async_write(s, b, ec_out(ec));
-  since = {};
-  written += n;
-  if (ec) co_return error::make(errc::cancelled, "client connection lost: " + ec.message());
-  co_return ok;
+// Every write goes through here: the watchdog sees when it started, the byte count and the error
+// mapping are kept in one place.
+result<void> connection::end_write(const error_code& ec, std::size_t n) noexcept {
+  write_since_ = {};
+  bytes_written_ += n;
+  if (ec) return error::make(errc::cancelled, "client connection lost: " + ec.message());
+  return ok;
 }
 
 task<result<void>> connection::write(response& res) {
   write_since_ = runtime::steady::now();
   error_code ec;
   std::size_t n = co_await bhttp::async_write(socket_, res, ec_out(ec));
-  write_since_ = {};
-  bytes_written_ += n;
-  if (ec) co_return error::make(errc::cancelled, "client connection lost: " + ec.message());
-  co_return ok;
+  co_return end_write(ec, n);
 }
 
 task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& head) {
@@ -113,20 +107,23 @@ task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& he
   write_since_ = runtime::steady::now();
   error_code ec;
   std::size_t n = co_await bhttp::async_write_header(socket_, sr, ec_out(ec));
-  write_since_ = {};
-  bytes_written_ += n;
-  if (ec) co_return error::make(errc::cancelled, "client connection lost: " + ec.message());
-  co_return ok;
+  co_return end_write(ec, n);
 }
 
 task<result<void>> connection::write_chunk(std::string_view data) {
   if (data.empty()) co_return ok;  // an empty chunk would end the body
-  co_return co_await do_write(socket_, bhttp::make_chunk(net::buffer(data.data(), data.size())), write_since_,
-                              bytes_written_);
+  write_since_ = runtime::steady::now();
+  error_code ec;
+  std::size_t n =
+      co_await net::async_write(socket_, bhttp::make_chunk(net::buffer(data.data(), data.size())), ec_out(ec));
+  co_return end_write(ec, n);
 }
 
 task<result<void>> connection::finish_chunks() {
-  co_return co_await do_write(socket_, bhttp::make_chunk_last(), write_since_, bytes_written_);
+  write_since_ = runtime::steady::now();
+  error_code ec;
+  std::size_t n = co_await net::async_write(socket_, bhttp::make_chunk_last(), ec_out(ec));
+  co_return end_write(ec, n);
 }
 
 task<connection::peer_event> connection::wait_disconnect() {

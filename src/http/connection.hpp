@@ -57,6 +57,7 @@ class connection : public runtime::watchdog::item {
 
  private:
   task<void> expire_after(duration d);
+  result<void> end_write(const error_code& ec, std::size_t n) noexcept;
 
   tcp::socket socket_;
   net::steady_timer cancel_timer_;
