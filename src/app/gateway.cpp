@@ -25,13 +25,43 @@ struct log_exception {
     }
   }
 };
+
+serve_options finished(serve_options o) {
+  if (auto r = o.finish_routing(); !r) throw std::invalid_argument(r.err().message);
+  return o;
+}
+
+std::vector<std::string> upstream_names(const serve_options& o) {
+  std::vector<std::string> names;
+  for (const auto& u : o.routing.upstreams) names.push_back(u.name);
+  return names;
+}
+
+// Each upstream's Authorization header value; the key of the default key variable is given, the
+// others are read from their own variables here. Never logged.
+std::vector<std::string> authorizations(const serve_options& o, const std::string& default_key) {
+  std::vector<std::string> out;
+  for (const auto& u : o.routing.upstreams) {
+    std::string key;
+    if (u.key_env == o.upstream.key_env) {
+      key = default_key;
+    } else if (const char* v = std::getenv(u.key_env.c_str())) {
+      key = v;
+    }
+    out.push_back(key.empty() ? std::string() : "Bearer " + key);
+  }
+  return out;
+}
 }  // namespace
 
 gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source)
-    : opts_(std::move(opts)), pool_(thread_count(opts_)) {
-  auto target = upstream::parse_url(opts_.upstream.url);
-  if (!target) throw std::invalid_argument(target.err().message);
-  if (target->tls) tls_ = upstream::make_tls_context();
+    : opts_(finished(std::move(opts))), metrics_(upstream_names(opts_)), pool_(thread_count(opts_)) {
+  router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
+                                              std::chrono::steady_clock::now());
+  bool any_tls = false;
+  for (std::size_t i = 0; i < router_->size(); ++i) any_tls = any_tls || router_->at(i).target.tls;
+  for (const auto& u : opts_.routing.upstreams) any_tls = any_tls || u.engine_metrics.rfind("https://", 0) == 0;
+  if (any_tls) tls_ = upstream::make_tls_context();
 
   budget_ = std::make_unique<admission::memory_budget>(opts_.admission, std::move(rss_source));
   admission_ = std::make_unique<admission::controller>(opts_.admission, *budget_);
@@ -43,8 +73,10 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *admission_, *budget_, streams_,
                                                                 keys_ ? &*keys_ : nullptr, opts_.admission, drain_});
   shared_ = std::make_unique<proxy::shared_config>(
-      proxy::shared_config{opts_.proxy, opts_.upstream, *target,
-                           upstream_key.empty() ? std::string() : "Bearer " + upstream_key, *services_});
+      proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
+  upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);
+  metrics_.add_collectable(upstream_metrics_);
+  shared_->upstream_stats = upstream_metrics_.get();
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
   schemas_ = std::make_unique<schema::schema_cache>(opts_.schema.cache_options());
   shared_->schema = &opts_.schema;
@@ -85,6 +117,9 @@ result<tcp::endpoint> gateway::start() {
   sample_memory();
   for (auto& w : workers_) w.server->start();
   net::co_spawn(pool_.context(0), sampler(), log_exception{});
+  monitor_ = std::make_unique<proxy::upstream_monitor>(pool_.context(0).get_executor(), *router_, opts_.upstream,
+                                                       tls_.get());
+  monitor_->start();
   pool_.start();
   started_ = true;
   return bound;
@@ -144,6 +179,7 @@ void gateway::stop() {
     sampling_ = false;
     net::post(pool_.context(0), [this] {
       if (sampler_timer_) sampler_timer_->cancel();
+      if (monitor_) monitor_->stop();
     });
     for (auto& w : workers_) w.server->close_all();
     pool_.release();
@@ -152,6 +188,7 @@ void gateway::stop() {
     pool_.join();
   }
   workers_.clear();
+  monitor_.reset();
 }
 
 }  // namespace sluice::app

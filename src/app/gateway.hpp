@@ -19,6 +19,8 @@
 #include "observability/metrics.hpp"
 #include "proxy/handler.hpp"
 #include "proxy/services.hpp"
+#include "proxy/upstream_monitor.hpp"
+#include "routing/router.hpp"
 #include "schema/cache.hpp"
 #include "runtime/worker_pool.hpp"
 
@@ -51,6 +53,7 @@ class gateway {
   void sample_memory();
   // Structured outputs: the counters of the process-wide compiled-schema cache.
   schema::cache_stats schema_cache_stats() const { return schemas_->snapshot(); }
+  routing::router& router() noexcept { return *router_; }
 
  private:
   struct worker {
@@ -59,7 +62,8 @@ class gateway {
   };
   task<void> sampler();
 
-  serve_options opts_;
+  serve_options opts_;  // routing finished: the upstream list is final
+  std::unique_ptr<routing::router> router_;
   std::unique_ptr<schema::schema_cache> schemas_;  // before metrics_: its scrape callbacks read it
   obs::metrics_registry metrics_;
   std::unique_ptr<admission::memory_budget> budget_;
@@ -70,6 +74,8 @@ class gateway {
   std::unique_ptr<proxy::services> services_;
   std::unique_ptr<upstream::ssl::context> tls_;
   std::unique_ptr<proxy::shared_config> shared_;
+  std::shared_ptr<proxy::upstream_metrics> upstream_metrics_;
+  std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
   http::server_shared server_shared_;
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist

@@ -8,6 +8,7 @@ namespace sluice::app {
 void serve_options::register_options(config::option_table& t) {
   http.register_options(t);
   upstream.register_options(t);
+  routing.register_options(t);
   proxy.register_options(t);
   schema.register_options(t);
   admission.register_options(t);
@@ -17,13 +18,23 @@ void serve_options::register_options(config::option_table& t) {
 }
 
 result<void> serve_options::validate() const {
-  if (auto u = upstream::parse_url(upstream.url); !u) return std::move(u).err();
+  {
+    serve_options copy = *this;
+    if (auto r = copy.finish_routing(); !r) return std::move(r).err();
+  }
   if (auto a = config::parse_host_port(http.listen); !a) return std::move(a).err();
   if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
   if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");
   if (auto r = admission.validate(); !r) return std::move(r).err();
   if (auto r = schema.validate(); !r) return std::move(r).err();
   return ok;
+}
+
+result<void> serve_options::finish_routing() {
+  std::vector<std::string> flag_urls = std::move(upstream.urls);
+  upstream.urls.clear();
+  if (flag_urls.empty() && routing.upstreams.empty()) flag_urls.emplace_back(upstream::options::default_url);
+  return routing.finish(flag_urls, upstream.key_env);
 }
 
 }  // namespace sluice::app

@@ -7,6 +7,7 @@
 #include "observability/log.hpp"
 #include "proxy/options.hpp"
 #include "proxy/structured_output.hpp"
+#include "routing/options.hpp"
 #include "upstream/options.hpp"
 
 namespace sluice::config {
@@ -18,6 +19,7 @@ namespace sluice::app {
 struct serve_options {
   http::server_options http;
   upstream::options upstream;
+  routing::options routing;  // several upstreams, retries, circuits, pacing, engine pressure
   proxy::options proxy;
   proxy::schema_options schema;  // structured outputs: schema-policy, schema-retries, schema-cache-*
   admission::options admission;
@@ -28,6 +30,9 @@ struct serve_options {
   void register_options(config::option_table& t);
   // Cross-field checks after loading (e.g. buffers, URLs). Errors name the option.
   result<void> validate() const;
+  // Folds `--upstream` flags into routing.upstreams (or the default one) and checks them; called
+  // once by app::gateway. Idempotent.
+  result<void> finish_routing();
 };
 
 }  // namespace sluice::app

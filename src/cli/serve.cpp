@@ -58,8 +58,13 @@ int run_serve(serve_state& st) {
     std::fprintf(stderr, "sluice serve: %s\n", ep.err().message.c_str());
     return 1;
   }
+  std::string upstreams;
+  for (const auto& u : gw.options().routing.upstreams) {
+    if (!upstreams.empty()) upstreams += ", ";
+    upstreams += u.name + "=" + u.url;
+  }
   std::printf("sluice serve listening on %s:%u (upstream %s)\n", ep->address().to_string().c_str(),
-              static_cast<unsigned>(ep->port()), st.opts.upstream.url.c_str());
+              static_cast<unsigned>(ep->port()), upstreams.c_str());
   std::fflush(stdout);
   obs::log_info("sluice serve started",
                 {{"listen", std::string_view(st.opts.http.listen)},

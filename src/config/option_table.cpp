@@ -30,6 +30,13 @@ option_table& option_table::add_custom(option_spec spec) {
   return *this;
 }
 
+option_table& option_table::add_node(std::string name, std::string help,
+                                     std::function<result<void>(const YAML::Node&)> set) {
+  option_spec s{std::move(name), std::move(help), "", nullptr};
+  s.set_node = std::move(set);
+  return add_custom(std::move(s));
+}
+
 option_table& option_table::add(std::string name, std::string help, std::string& target) {
   return add_custom({std::move(name), std::move(help), target, [&target](std::string_view v) -> result<void> {
                        target.assign(v);
@@ -104,6 +111,7 @@ void option_table::register_cli(CLI::App& app) {
   cli_values_.assign(specs_.size(), {});
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     auto& s = specs_[i];
+    if (!s.set) continue;  // structured, config-file-only
     std::string desc = s.help + (s.default_text.empty() ? "" : " [default: " + s.default_text + "]");
     if (s.is_flag) {
       // A bare --flag means true; --flag=false also works.
@@ -132,11 +140,21 @@ result<void> option_table::apply_yaml_text(std::string_view text, std::string_vi
     return error::make(errc::bad_request, std::string(origin) + ": invalid YAML: " + e.what());
   }
   if (root.IsNull()) return ok;
+  return apply_yaml_map(root, origin);
+}
+
+result<void> option_table::apply_yaml_map(const YAML::Node& root, std::string_view origin) {
   if (!root.IsMap()) return error::make(errc::bad_request, std::string(origin) + ": expected a map of option names");
   for (auto it = root.begin(); it != root.end(); ++it) {
     auto key = it->first.as<std::string>();
     auto spec = std::find_if(specs_.begin(), specs_.end(), [&](const option_spec& s) { return s.name == key; });
     if (spec == specs_.end()) return error::make(errc::bad_request, std::string(origin) + ": unknown option '" + key + "'");
+    if (spec->set_node) {
+      const YAML::Node whole = it->second;
+      auto r = spec->set_node(whole);
+      if (!r) return with_name(std::string(origin), key, std::move(r).err());
+      continue;
+    }
     auto apply = [&](const YAML::Node& n) -> result<void> {
       if (!n.IsScalar()) return error::make(errc::bad_request, "expected a scalar value");
       return spec->set(n.Scalar());

@@ -16,6 +16,9 @@
 namespace CLI {
 class App;
 }
+namespace YAML {
+class Node;
+}
 
 namespace sluice::config {
 
@@ -25,6 +28,9 @@ struct option_spec {
   std::string default_text;  // shown in --help and docs
   std::function<result<void>(std::string_view)> set;
   bool is_flag = false;      // a boolean that takes no value on the command line
+  // A structured value (a YAML list of maps, ...): config file only, never a flag. When set, the
+  // YAML value is handed over whole instead of scalar by scalar.
+  std::function<result<void>(const YAML::Node&)> set_node = {};
 };
 
 class option_table {
@@ -38,6 +44,8 @@ class option_table {
   option_table& add_duration(std::string name, std::string help, duration& target);
   option_table& add_list(std::string name, std::string help, std::vector<std::string>& target);
   option_table& add_custom(option_spec spec);
+  // A config-file-only option whose value is a whole YAML node (e.g. the `upstreams:` list).
+  option_table& add_node(std::string name, std::string help, std::function<result<void>(const YAML::Node&)> set);
 
   const std::vector<option_spec>& specs() const { return specs_; }
 
@@ -47,6 +55,8 @@ class option_table {
   // Applies a YAML file (a flat map of option names to scalars or lists). Unknown keys are errors.
   result<void> apply_yaml_file(const std::string& path);
   result<void> apply_yaml_text(std::string_view text, std::string_view origin = "config");
+  // Applies one YAML map of option names (a nested section, e.g. one entry of `upstreams:`).
+  result<void> apply_yaml_map(const YAML::Node& map, std::string_view origin);
   // Applies the values captured by register_cli.
   result<void> apply_cli();
 

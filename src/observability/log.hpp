@@ -88,6 +88,7 @@ struct request_record {
   std::string_view reason;  // why it was refused or cut short, "" otherwise
   std::string_view model;
   int status = 0;      // HTTP status sent to the client
+  std::uint64_t attempts = 0;  // upstream attempts made (retries and failovers included)
   double ttft_ms = 0;  // streams only
   double duration_ms = 0;
   double overhead_ms = 0;  // time spent in the gateway itself

@@ -10,6 +10,8 @@
 #include "proxy/request_validation.hpp"
 #include "proxy/services.hpp"
 #include "proxy/structured_output.hpp"
+#include "proxy/upstream_metrics.hpp"
+#include "routing/router.hpp"
 #include "runtime/watchdog.hpp"
 #include "upstream/client.hpp"
 
@@ -21,12 +23,12 @@ namespace bhttp = boost::beast::http;
 struct shared_config {
   const options& proxy;
   const upstream::options& upstream;
-  upstream::url target;
-  std::string authorization;  // "Bearer <key>" or empty; never logged or echoed
+  routing::router& router;  // the upstreams (targets, keys, circuits, pacing) and the pick
   services& svc;
   // Structured outputs: the schema-* settings and the process-wide compiled-schema cache (null: off).
   const schema_options* schema = nullptr;
   schema::schema_cache* schemas = nullptr;
+  upstream_metrics* upstream_stats = nullptr;  // retries, holds (null in tests that do not care)
 };
 
 // What one request went through, for its metrics, its log line and x-sluice-overhead-ms.
@@ -38,6 +40,9 @@ struct story {
   double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered
   std::uint64_t bytes_in = 0;
   bool stream = false;
+  api which = api::chat_completions;
+  bool include_usage = false;          // the client asked for stream_options.include_usage
+  std::uint64_t token_estimate = 0;    // paced cost: prompt estimate + max tokens
   std::optional<output_contract> contract;  // structured outputs: the schema the output must follow
   std::string overhead_header() const;
 };
@@ -48,6 +53,24 @@ struct admission_ticket {
   std::optional<admission::key_permit> key;
 };
 
+// One request's way to an answer across attempts and upstreams (handler_forward.cpp). Lives in the
+// handler's frame and is never moved: the response refers to the abort handle.
+struct exchange {
+  routing::lease lease;                         // the upstream that gave the answer, while it lasts
+  upstream::abort_handle abort;
+  std::unique_ptr<upstream::response> response;  // the answer's head (and, for SSE, its body)
+  std::optional<std::string> body;              // a whole (non-SSE) answer, already read
+  unsigned status = 0;
+  unsigned attempts = 0;
+  std::optional<error> failure;                 // no answer to pass on: send this error
+  boost::beast::http::fields failure_headers;   // e.g. Retry-After, with the failure
+  bool client_gone = false;
+  bool usage_injected = false;                  // this attempt's body asks for usage the client did not
+  std::string alternate_body;                   // the other variant of the body (injected or original)
+  std::string client_authorization;             // pass-through mode only: the client's own key
+  bool is_sse() const;
+};
+
 class handler final : public http::request_handler {
  public:
   handler(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls);
@@ -55,12 +78,24 @@ class handler final : public http::request_handler {
   task<bool> handle(http::request req, http::connection& conn) override;
   task<void> reject(const error& e, http::connection& conn) override;
 
-  upstream::client& upstream_client() noexcept { return client_; }
+  // This thread's client for upstream i (its keep-alive pool).
+  upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
   // The watchdog of this handler's thread (owned by its http::server); relays register with it.
   void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
 
  private:
   task<bool> forward(http::request& req, http::connection& conn, std::string path, story& st);
+  // Picks an upstream, sends, classifies, and retries / fails over what is safe to retry, until
+  // `x` holds an answer to pass on or a failure to report (handler_forward.cpp).
+  task<void> run_exchange(exchange& x, upstream::request& req, http::connection& conn, story& st,
+                          std::string_view path);
+  // Waits `d` while watching the client; false when the client left.
+  task<bool> pause(duration d, http::connection& conn);
+  task<void> sleep_for(duration d, http::connection& conn);
+  task<bool> relay_stream(exchange& x, http::connection& conn, std::string_view path, story& st, unsigned version,
+                          bool keep);
+  task<bool> answer_whole(exchange& x, upstream::request& up_req, http::connection& conn, std::string_view path,
+                          story& st, unsigned version, bool keep);
   task<bool> send_error(const error& e, http::connection& conn, unsigned version, bool keep_alive, story& st,
                         std::optional<obs::reject_reason> reason = std::nullopt,
                         const bhttp::fields* extra = nullptr);
@@ -73,16 +108,17 @@ class handler final : public http::request_handler {
   task<void> watch_client(http::connection& conn, upstream::abort_handle& abort);
   // The racing sides of "wait for the upstream while watching the client": each one, when done,
   // cancels the client socket's operations so the watcher ends.
-  task<result<std::unique_ptr<upstream::response>>> send_upstream(upstream::request& req, upstream::abort_handle& abort,
+  task<result<std::unique_ptr<upstream::response>>> send_upstream(std::size_t upstream, upstream::request& req,
+                                                                  upstream::abort_handle& abort, duration left,
                                                                   http::connection& conn);
-  task<result<std::string>> read_body(upstream::response& up, http::connection& conn);
+  task<result<std::string>> read_body(upstream::response& up, std::size_t limit, http::connection& conn);
   // Structured outputs on a whole 2xx answer (handler_structured.cpp): the verdict and, under
   // `retry`, new upstream attempts while it is invalid; `status`/`body` become the last attempt's.
   task<whole_check> check_whole_answer(const output_contract& c, upstream::request& up_req, http::connection& conn,
-                                       unsigned& status, std::string& body);
+                                       story& st, std::string_view path, unsigned& status, std::string& body);
 
   const shared_config& cfg_;
-  upstream::client client_;
+  std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools
   runtime::watchdog* watchdog_ = nullptr;
 };
 

@@ -23,6 +23,9 @@ sse_relay::sse_relay(http::connection& client, upstream::response& up, const opt
       parser_(static_cast<std::size_t>(opts.stream_buffer)) {}
 
 sse_relay::~sse_relay() {
+  // The watchdog closed the client for a write stall (http::connection::on_tick); counted here,
+  // where the metrics are, once per stream.
+  if (client_.stalled()) svc_.metrics.gateway().write_stalls_total().Increment();
   if (accounted_bytes_) svc_.metrics.gateway().stream_buffered_bytes().Decrement(static_cast<double>(accounted_bytes_));
 }
 
@@ -36,9 +39,11 @@ void sse_relay::account_buffer() noexcept {
   handle_.set_buffered(now_bytes);
 }
 
-void sse_relay::on_tick(runtime::steady::time_point) {
+void sse_relay::on_tick(runtime::steady::time_point now) {
   if (reset_reason_) return;
-  if (svc_.drain.cutting.load(std::memory_order_relaxed)) {
+  if (now >= deadline_) {
+    reset_reason_ = error::make(errc::upstream_timeout, "the request exceeded request-timeout while streaming");
+  } else if (svc_.drain.cutting.load(std::memory_order_relaxed)) {
     reset_reason_ = error::make(errc::overloaded, "the gateway is shutting down; retry the request");
   } else if (handle_ && handle_.reset_requested()) {
     reset_reason_ = error::make(errc::overloaded, "the gateway is over its memory budget; retry the request");
@@ -113,16 +118,29 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     }
   }
   if (obj.contains("error")) saw_error_event_ = true;  // the upstream's own in-band error: forward it
+  const json::object* usage_obj = nullptr;
   if (const auto* usage = obj.if_contains("usage"); usage && usage->is_object()) {
-    if (const auto* c = usage->get_object().if_contains("completion_tokens"); c && c->is_int64())
+    usage_obj = &usage->get_object();
+    if (const auto* c = usage_obj->if_contains("completion_tokens"); c && c->is_int64())
       res_.completion_tokens = static_cast<std::uint64_t>(c->get_int64());
-    if (const auto* p = usage->get_object().if_contains("prompt_tokens"); p && p->is_int64())
+    if (const auto* p = usage_obj->if_contains("prompt_tokens"); p && p->is_int64())
+      res_.prompt_tokens = static_cast<std::uint64_t>(p->get_int64());
+    // Responses API: input_tokens / output_tokens.
+    if (const auto* c = usage_obj->if_contains("output_tokens"); c && c->is_int64())
+      res_.completion_tokens = static_cast<std::uint64_t>(c->get_int64());
+    if (const auto* p = usage_obj->if_contains("input_tokens"); p && p->is_int64())
       res_.prompt_tokens = static_cast<std::uint64_t>(p->get_int64());
   }
   bool content = false;
-  if (const auto* choices = obj.if_contains("choices"); choices && choices->is_array() && !choices->get_array().empty()) {
+  const auto* choices = obj.if_contains("choices");
+  if (choices && choices->is_array() && !choices->get_array().empty()) {
     ++res_.content_events;
     content = true;
+  } else if (strip_usage_ && usage_obj && choices && choices->is_array()) {
+    // The usage chunk the client did not ask for: account it above, leave it out of the write.
+    drop_from_ = good_end_ > 0 ? chunk_start_ + good_end_ : 0;
+    drop_to_ = chunk_start_ + ev.end;
+    res_.usage_stripped = true;
   }
   if (content) {
     auto now = runtime::steady::now();
@@ -201,6 +219,7 @@ task<void> sse_relay::pump_events() {
     std::size_t start = buf_.size();
     buf_.commit(*n);
     good_end_ = 0;
+    chunk_start_ = start;
     auto boundary = parser_.feed(buf_.view(start, *n), [this](const sse::event_view& ev) { return on_event(ev); });
     if (!boundary || malformed_) {
       // Forward every complete good event before the bad one, then the error.
@@ -240,18 +259,43 @@ task<result<void>> sse_relay::write_verdict_event() {
 }
 
 task<result<void>> sse_relay::write_events(std::size_t chunk_start, std::size_t upto) {
-  if (verdict_at_ == sse::parser::npos || verdict_sent_) co_return co_await client_.write_chunk(buf_.view(0, upto));
-  // [DONE] starts right after the last good event of this chunk, or at the buffer's start when it
-  // is the chunk's first event (the buffer then holds only its beginning).
-  std::size_t split = verdict_at_ > 0 ? chunk_start + verdict_at_ : 0;
-  verdict_at_ = sse::parser::npos;
-  if (split > 0) {
-    auto w = co_await client_.write_chunk(buf_.view(0, split));
+  // The bytes [0, upto) of buf_ go out, except a stripped usage chunk [drop_from_, drop_to_), with
+  // the structured-output verdict event spliced in right before [DONE] when one is due. [DONE]
+  // starts right after the last good event of this chunk, or at the buffer's start when it is the
+  // chunk's first event (the buffer then holds only its beginning). The usage chunk always comes
+  // before [DONE], so the split point lies at or after the dropped range.
+  std::size_t from = upto, to = upto;
+  if (drop_to_ > drop_from_) {
+    from = drop_from_;
+    to = drop_to_;
+    drop_from_ = drop_to_ = 0;
+  }
+  std::size_t split = sse::parser::npos;
+  if (verdict_at_ != sse::parser::npos && !verdict_sent_) {
+    split = verdict_at_ > 0 ? chunk_start + verdict_at_ : 0;
+    verdict_at_ = sse::parser::npos;
+    if (split < to && to != upto) split = to;
+  }
+  // Up to three pieces: [0, from), [to, split), verdict, [split, upto) — empty ones skipped.
+  std::size_t first_end = split != sse::parser::npos && split < from ? split : from;
+  if (first_end > 0) {
+    auto w = co_await client_.write_chunk(buf_.view(0, first_end));
     if (!w) co_return w;
   }
-  auto v = co_await write_verdict_event();
-  if (!v) co_return v;
-  co_return co_await client_.write_chunk(buf_.view(split, upto - split));
+  std::size_t pos = first_end;
+  if (pos == from) pos = to;
+  if (split != sse::parser::npos) {
+    if (split > pos) {
+      auto w = co_await client_.write_chunk(buf_.view(pos, split - pos));
+      if (!w) co_return w;
+      pos = split;
+    }
+    auto v = co_await write_verdict_event();
+    if (!v) co_return v;
+    if (pos == from) pos = to;
+  }
+  if (upto > pos) co_return co_await client_.write_chunk(buf_.view(pos, upto - pos));
+  co_return ok;
 }
 
 }  // namespace sluice::proxy

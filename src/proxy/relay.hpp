@@ -30,6 +30,7 @@ struct relay_result {
   std::uint64_t bytes_out = 0;
   std::uint64_t completion_tokens = 0;  // from a usage chunk, when the upstream sent one
   std::uint64_t prompt_tokens = 0;
+  bool usage_stripped = false;          // the usage chunk sluice asked for was kept from the client
   runtime::steady::time_point first_event{};
   double relay_overhead_seconds = 0;  // time spent handling events in sluice (parse + write issue)
 };
@@ -51,6 +52,11 @@ class sse_relay : public runtime::watchdog::item {
   void set_output_check(stream_check* check) noexcept { check_ = check; }
   // The Responses API ends a stream with response.completed (or .incomplete) and no [DONE].
   void end_on_response_completed() noexcept { responses_end_ = true; }
+  // sluice asked the upstream for `stream_options.include_usage` although the client did not: read
+  // the usage chunk ({"choices":[],"usage":{...}}) for accounting, but do not forward it.
+  void strip_usage_chunk() noexcept { strip_usage_ = true; }
+  // The request's total deadline (request-timeout): past it the stream ends with an in-band error.
+  void set_deadline(runtime::steady::time_point t) noexcept { deadline_ = t; }
   void on_tick(runtime::steady::time_point now) override;
 
  private:
@@ -86,6 +92,11 @@ class sse_relay : public runtime::watchdog::item {
   std::size_t verdict_at_ = sse::parser::npos;  // within the chunk: where the verdict event goes
   bool verdict_sent_ = false;
   std::size_t good_end_ = 0;  // within the chunk being parsed: end of the last good event
+  std::size_t chunk_start_ = 0;  // where the chunk being parsed starts in buf_
+  bool strip_usage_ = false;
+  // In buf_: a usage chunk to leave out of the next write ([drop_from_, drop_to_), empty if equal).
+  std::size_t drop_from_ = 0, drop_to_ = 0;
+  runtime::steady::time_point deadline_ = runtime::steady::time_point::max();
 };
 
 }  // namespace sluice::proxy

@@ -132,7 +132,7 @@ client::~client() {
 
 std::size_t client::idle_connections() const { return pool_->idle.size(); }
 
-task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort) {
+task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort, duration deadline_left) {
   std::unique_ptr<connection> c =
       target_.tls ? std::make_unique<connection>(ex_, *tls_, opts_.max_response_head)
                   : std::make_unique<connection>(ex_, opts_.max_response_head);
@@ -163,7 +163,7 @@ task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort) {
     e.retryable = true;
     co_return e;
   }
-  c->tcp().expires_after(opts_.connect_timeout);
+  c->tcp().expires_after(std::min(opts_.connect_timeout, deadline_left));
   co_await c->tcp().async_connect(endpoints, ec_out(ec));
   if (ec) co_return map_io_error(ec, "connecting", abort.aborted());
   c->tcp().socket().set_option(tcp::no_delay(true), ec);
@@ -174,7 +174,7 @@ task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort) {
       co_return error::make(errc::upstream_connect, "cannot set TLS SNI for " + target_.host);
     s.set_verify_mode(ssl::verify_peer);
     s.set_verify_callback(ssl::host_name_verification(target_.host));
-    c->tcp().expires_after(opts_.tls_timeout);
+    c->tcp().expires_after(std::min(opts_.tls_timeout, deadline_left));
     co_await s.async_handshake(ssl::stream_base::client, ec_out(ec));
     if (ec) co_return map_io_error(ec, "in the TLS handshake", abort.aborted());
   }
@@ -184,7 +184,14 @@ task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort) {
   co_return std::move(c);
 }
 
-task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle& abort) {
+task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle& abort, duration deadline_left) {
+  const auto give_up_at = deadline_left == duration::max() ? std::chrono::steady_clock::time_point::max()
+                                                           : std::chrono::steady_clock::now() + deadline_left;
+  auto left = [&] {
+    if (give_up_at == std::chrono::steady_clock::time_point::max()) return duration::max();
+    return std::max<duration>(std::chrono::duration_cast<duration>(give_up_at - std::chrono::steady_clock::now()),
+                              duration(1));
+  };
   req.set(bhttp::field::host, target_.host_header());
   req.keep_alive(true);
   req.prepare_payload();
@@ -205,7 +212,7 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
       c->reused = true;
     }
     if (!c) {
-      auto fresh = co_await connect(abort);
+      auto fresh = co_await connect(abort, left());
       if (!fresh) co_return std::move(fresh).err();
       c = std::move(*fresh);
       c->reused = false;
@@ -218,7 +225,7 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
     const auto connect_time = std::chrono::steady_clock::now() - connect_start;
     c->idle_timeout = opts_.idle_between_events;
     c->reset_parser(opts_.max_response_head);
-    c->tcp().expires_after(opts_.first_byte_timeout);
+    c->tcp().expires_after(std::min(opts_.first_byte_timeout, left()));
     error_code ec = co_await c->write(req);
     if (!ec) ec = co_await c->read_head();
     if (ec) {

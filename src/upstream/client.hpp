@@ -87,15 +87,17 @@ class client {
 
   // Sends `req` (target, method, body and per-request headers set by the caller; Host is set here)
   // and reads the response head. A reused keep-alive connection found dead before any response
-  // byte is retried once on a fresh connection.
-  task<result<std::unique_ptr<response>>> send(request& req, abort_handle& abort);
+  // byte is retried once on a fresh connection. `deadline_left` caps every phase's timeout (the
+  // request's total deadline); a phase cut short by it reports an upstream timeout.
+  task<result<std::unique_ptr<response>>> send(request& req, abort_handle& abort,
+                                               duration deadline_left = duration::max());
 
   const url& target() const noexcept { return target_; }
   std::size_t idle_connections() const;
   const client_stats& stats() const noexcept { return stats_; }
 
  private:
-  task<result<std::unique_ptr<connection>>> connect(abort_handle& abort);
+  task<result<std::unique_ptr<connection>>> connect(abort_handle& abort, duration deadline_left);
 
   net::any_io_executor ex_;
   const options& opts_;

@@ -5,7 +5,7 @@
 namespace sluice::upstream {
 
 void options::register_options(config::option_table& t) {
-  t.add("upstream", "upstream base URL, http:// or https:// (e.g. https://api.openai.com)", url)
+  t.add_list("upstream", "upstream base URL, http:// or https:// (repeat for several; each serves every model)", urls)
       .add("upstream-key-env", "environment variable holding the upstream API key (sent as Bearer)", key_env)
       .add("upstream-pool-max-idle", "idle keep-alive upstream connections kept per worker thread", pool_max_idle)
       .add_duration("upstream-pool-idle-timeout", "idle upstream connection lifetime", pool_idle_timeout)

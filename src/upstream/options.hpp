@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/units.hpp"
 
@@ -17,7 +18,10 @@ namespace sluice::upstream {
 using namespace std::chrono_literals;
 
 struct options {
-  std::string url = "http://127.0.0.1:8081";
+  // `--upstream URL`, repeatable: each serves every model (the `upstreams:` list in
+  // routing::options describes richer ones). Neither given: one upstream at default_url.
+  std::vector<std::string> urls;
+  static constexpr const char* default_url = "http://127.0.0.1:8081";
   std::string key_env = "OPENAI_API_KEY";      // the key is read from this environment variable
   std::uint64_t pool_max_idle = 256;           // idle keep-alive connections kept per worker thread
   duration pool_idle_timeout = 30s;            // an idle connection older than this is closed

@@ -40,7 +40,12 @@ class GatewayTest : public ::testing::Test {
     go.http.listen = "127.0.0.1:0";
     go.http.threads = 2;
     go.http.header_timeout = 300ms;
-    go.upstream.url = "http://127.0.0.1:" + std::to_string(sp->port());
+    go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
+    // These tests are about one exchange each: no retries, and no circuit that the fault cases
+    // (which share this gateway) could open. Retries and circuits: resilience_test.cpp.
+    go.routing.max_attempts = 1;
+    go.routing.circuit_failures = 1000000;
+    go.routing.circuit_error_rate = 0;
     gw_ = new app::gateway(go, kUpstreamKey);
     auto gp = gw_->start();
     ASSERT_TRUE(gp.has_value()) << gp.err().message;
@@ -253,7 +258,7 @@ TEST_F(GatewayTest, UnreachableUpstreamGives502) {
     test::tcp::acceptor a(io, test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), 0));
     dead_port = a.local_endpoint().port();
   }
-  go.upstream.url = "http://127.0.0.1:" + std::to_string(dead_port);
+  go.upstream.urls = {"http://127.0.0.1:" + std::to_string(dead_port)};
   app::gateway gw(go, "");
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value());

@@ -125,7 +125,7 @@ TEST(Overload, FakedMemoryPressureShedsResetsLargestFirstAndRecovers) {
   app::serve_options go;
   go.http.listen = "127.0.0.1:0";
   go.http.threads = 1;
-  go.upstream.url = "http://127.0.0.1:" + std::to_string(sim->port());
+  go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sim->port())};
   go.admission.memory_limit = 100 << 20;
   go.admission.max_resets_per_tick = 1;
   go.admission.memory_sample_interval = 1h;  // the test samples by hand

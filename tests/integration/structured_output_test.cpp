@@ -36,7 +36,12 @@ class StructuredOutputTest : public ::testing::Test {
     app::serve_options go;
     go.http.listen = "127.0.0.1:0";
     go.http.threads = 2;
-    go.upstream.url = "http://127.0.0.1:" + std::to_string(sp->port());
+    go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
+    // These tests are about one exchange each: no retries, and no circuit that the fault cases
+    // (which share this gateway) could open. Retries and circuits: resilience_test.cpp.
+    go.routing.max_attempts = 1;
+    go.routing.circuit_failures = 1000000;
+    go.routing.circuit_error_rate = 0;
     go.schema.retries = 2;  // the default, spelled out for the attempts assertions
     gw_ = new app::gateway(go, "sk-test-key");
     auto gp = gw_->start();

@@ -1,0 +1,160 @@
+#include "routing/options.hpp"
+
+#include <algorithm>
+
+#include "config/option_table.hpp"
+// yaml-cpp 0.7's iterator code trips GCC 12's -Wdangling-pointer false positive when inlined here.
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#include <yaml-cpp/yaml.h>
+
+#include "upstream/url.hpp"
+
+namespace sluice::routing {
+
+namespace {
+
+result<void> parse_usage_mode(std::string_view v, usage_mode& out) {
+  if (v == "auto") out = usage_mode::auto_;
+  else if (v == "always") out = usage_mode::always;
+  else if (v == "never") out = usage_mode::never;
+  else return error::make(errc::bad_request, "expected auto, always or never, got '" + std::string(v) + "'");
+  return ok;
+}
+
+result<void> parse_share(std::string_view v, double& out) {
+  try {
+    std::size_t used = 0;
+    double x = std::stod(std::string(v), &used);
+    if (used != v.size() || x < 0 || x > 1) throw std::invalid_argument("range");
+    out = x;
+    return ok;
+  } catch (const std::exception&) {
+    return error::make(errc::bad_request, "expected a number from 0 to 1, got '" + std::string(v) + "'");
+  }
+}
+
+result<upstream_spec> parse_one(const YAML::Node& node, std::size_t index) {
+  upstream_spec spec;
+  config::option_table t;
+  spec.register_options(t);
+  auto r = t.apply_yaml_map(node, "upstreams[" + std::to_string(index) + "]");
+  if (!r) return std::move(r).err();
+  return spec;
+}
+
+}  // namespace
+
+bool upstream_spec::serves(std::string_view model) const {
+  if (models.empty() || model.empty()) return true;  // "": any upstream (e.g. GET /v1/models)
+  return std::find(models.begin(), models.end(), model) != models.end();
+}
+
+void upstream_spec::register_options(config::option_table& t) {
+  t.add("name", "label in metrics and logs", name)
+      .add("url", "base URL, http:// or https://", url)
+      .add("key-env", "environment variable holding this upstream's API key", key_env)
+      .add("weight", "share of traffic relative to the other upstreams of a model", weight)
+      .add_list("models", "models this upstream serves (absent: every model)", models)
+      .add("max-concurrent", "requests in flight to this upstream at once (0: no own limit)", max_concurrent)
+      .add("requests-per-minute", "this upstream's request rate limit (0: learn from its headers)",
+           requests_per_minute)
+      .add("tokens-per-minute", "this upstream's token rate limit (0: learn from its headers)", tokens_per_minute)
+      .add("probe", "actively probe GET /v1/models every probe-interval", probe)
+      .add("engine-metrics", "Prometheus URL of the inference engine behind it (vLLM, llama.cpp)",
+           engine_metrics);
+}
+
+result<std::vector<upstream_spec>> parse_upstreams_yaml(std::string_view yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return error::make(errc::bad_request, std::string("upstreams: invalid YAML: ") + e.what());
+  }
+  std::vector<upstream_spec> out;
+  if (!root.IsSequence()) return error::make(errc::bad_request, "upstreams: expected a list of upstreams");
+  std::size_t i = 0;
+  for (const auto& n : root) {
+    auto one = parse_one(n, i++);
+    if (!one) return std::move(one).err();
+    out.push_back(std::move(*one));
+  }
+  return out;
+}
+
+void options::register_options(config::option_table& t) {
+  t.add_node("upstreams", "list of upstreams: name, url, key-env, weight, models, max-concurrent, "
+                          "requests-per-minute, tokens-per-minute, probe, engine-metrics",
+             [this](const YAML::Node& n) -> result<void> {
+               if (!n.IsSequence()) return error::make(errc::bad_request, "expected a list of upstreams");
+               std::size_t i = upstreams.size();
+               for (const auto& e : n) {
+                 auto one = parse_one(e, i++);
+                 if (!one) return std::move(one).err();
+                 upstreams.push_back(std::move(*one));
+               }
+               return ok;
+             })
+      .add("max-attempts", "upstream attempts per request, the first included", max_attempts)
+      .add_duration("retry-backoff-base", "retry backoff: full jitter over min(cap, base * 2^retry)", backoff_base)
+      .add_duration("retry-backoff-cap", "largest retry backoff", backoff_cap)
+      .add_duration("request-timeout", "one deadline over every attempt and the whole response", request_timeout)
+      .add("circuit-failures", "consecutive upstream failures that open its circuit", circuit_failures)
+      .add_custom({"circuit-error-rate", "share of failures in the window that opens a circuit", "0.5",
+                   [this](std::string_view v) { return parse_share(v, circuit_error_rate); }})
+      .add("circuit-window", "outcomes in a circuit's error-rate window", circuit_window)
+      .add("circuit-min-volume", "outcomes needed before the error rate counts", circuit_min_volume)
+      .add_duration("circuit-open-time", "an open circuit lets a probe through after this (doubling)",
+                    circuit_open_time)
+      .add_duration("circuit-open-time-max", "longest time a circuit stays open before a probe",
+                    circuit_open_time_max)
+      .add_duration("max-hold", "longest a request waits for upstream pacing or a saturated engine", max_hold)
+      .add_custom({"usage-injection", "ask streams for usage and strip it again: auto, always, never", "auto",
+                   [this](std::string_view v) { return parse_usage_mode(v, usage); }})
+      .add_duration("probe-interval", "active GET /v1/models probe period (upstreams with probe: true)",
+                    probe_interval)
+      .add_duration("engine-scrape-interval", "engine metrics scrape period", engine_scrape_interval)
+      .add("engine-max-waiting", "vLLM requests waiting above this: the engine is saturated", engine_max_waiting)
+      .add_custom({"engine-max-kv-cache", "KV-cache usage (0..1) at or above this: the engine is saturated", "0.95",
+                   [this](std::string_view v) { return parse_share(v, engine_max_kv_cache); }})
+      .add("engine-max-deferred", "llama.cpp deferred requests above this: the engine is saturated",
+           engine_max_deferred)
+      .add_duration("engine-stale-after", "an engine scrape older than this no longer holds requests",
+                    engine_stale_after);
+}
+
+result<void> options::finish(const std::vector<std::string>& flag_urls, const std::string& default_key_env) {
+  for (const auto& u : flag_urls) {
+    upstream_spec s;
+    s.url = u;
+    upstreams.push_back(std::move(s));
+  }
+  if (upstreams.empty()) return error::make(errc::bad_request, "no upstream: give --upstream URL or an upstreams: list");
+  if (max_attempts == 0) return error::make(errc::bad_request, "max-attempts: must be at least 1");
+  if (circuit_failures == 0) return error::make(errc::bad_request, "circuit-failures: must be at least 1");
+  if (circuit_window == 0) return error::make(errc::bad_request, "circuit-window: must be at least 1");
+  if (backoff_cap < backoff_base) return error::make(errc::bad_request, "retry-backoff-cap: must be >= retry-backoff-base");
+  if (circuit_open_time_max < circuit_open_time)
+    return error::make(errc::bad_request, "circuit-open-time-max: must be >= circuit-open-time");
+  for (std::size_t i = 0; i < upstreams.size(); ++i) {
+    auto& s = upstreams[i];
+    const std::string where = "upstreams[" + std::to_string(i) + "]";
+    if (s.name.empty()) s.name = upstreams.size() == 1 ? "default" : "upstream-" + std::to_string(i + 1);
+    if (s.key_env.empty()) s.key_env = default_key_env;
+    if (s.weight == 0) return error::make(errc::bad_request, where + ": weight: must be at least 1");
+    auto u = upstream::parse_url(s.url);
+    if (!u) return error::make(errc::bad_request, where + ": url: " + u.err().message);
+    if (!s.engine_metrics.empty()) {
+      auto m = upstream::parse_url(s.engine_metrics);
+      if (!m) return error::make(errc::bad_request, where + ": engine-metrics: " + m.err().message);
+    }
+    for (std::size_t j = 0; j < i; ++j)
+      if (upstreams[j].name == s.name) return error::make(errc::bad_request, where + ": name: '" + s.name + "' is used twice");
+    for (char c : s.name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+        return error::make(errc::bad_request, where + ": name: use letters, digits, '-', '_' and '.' only");
+  }
+  return ok;
+}
+
+}  // namespace sluice::routing

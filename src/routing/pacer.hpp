@@ -1,0 +1,94 @@
+// pacer: one upstream's request and token budgets, so sluice spends them itself instead of
+// provoking 429s. Two token buckets (requests, tokens) seeded from config and refilled continuously
+// over a minute, like OpenAI's limits; re-synchronised from the upstream's own
+// x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers; blocked outright until a 429's
+// retry-after has passed. A request reserves one request and its estimated tokens before it is
+// sent; the estimate is settled against the actual usage afterwards. The clock is a parameter.
+// Thread-safe (one small mutex per upstream).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "core/units.hpp"
+#include "routing/circuit_breaker.hpp"
+
+namespace sluice::routing {
+
+// OpenAI's reset format: "1s", "6m0s", "20ms", "1m30.5s", "2h0m0s" (also a bare number of seconds).
+std::optional<duration> parse_reset(std::string_view text);
+
+// What an upstream response said about its limits; absent fields were absent or unreadable.
+struct ratelimit_headers {
+  std::optional<double> limit_requests, remaining_requests;
+  std::optional<double> limit_tokens, remaining_tokens;
+  std::optional<duration> reset_requests, reset_tokens;
+  std::optional<duration> retry_after;  // retry-after-ms, else retry-after (seconds)
+  bool any() const {
+    return limit_requests || remaining_requests || limit_tokens || remaining_tokens || reset_requests ||
+           reset_tokens || retry_after;
+  }
+};
+
+struct pacer_snapshot {
+  double requests_limit = 0, requests_available = 0;  // limit 0: no request budget known
+  double tokens_limit = 0, tokens_available = 0;      // limit 0: no token budget known
+  time_point blocked_until{};
+};
+
+class pacer {
+ public:
+  pacer(std::uint64_t requests_per_minute, std::uint64_t tokens_per_minute, time_point now);
+
+  // Reserves one request and `tokens`; nullopt when reserved, else how long until it could be.
+  std::optional<duration> try_reserve(std::uint64_t tokens, time_point now);
+  // Returns a reservation whose request never reached the upstream (e.g. connect failure).
+  void refund(std::uint64_t tokens, time_point now);
+  // Corrects a reservation of `estimated` tokens by what the upstream reported as used.
+  void settle(std::uint64_t estimated, std::uint64_t actual, time_point now);
+  void observe(const ratelimit_headers& h, time_point now);
+  // No request goes before `until` (a 429's retry-after).
+  void block_until(time_point until);
+
+  // How long until a request of `tokens` would fit (nullopt: it fits now). Reserves nothing.
+  std::optional<duration> wait_time(std::uint64_t tokens, time_point now);
+  // True when a token budget is known (configured or learned): usage is worth asking for.
+  bool has_token_budget() const;
+  pacer_snapshot snapshot(time_point now);
+
+ private:
+  struct bucket {
+    double limit = 0;  // 0: unlimited / unknown
+    double level = 0;
+    double per_second = 0;
+    void set_limit(double l) {
+      if (limit == 0) level = l;
+      limit = l;
+      per_second = l / 60.0;
+      if (level > limit) level = limit;
+    }
+    void refill(double seconds) {
+      if (limit == 0) return;
+      level = std::min(limit, level + seconds * per_second);
+    }
+    // Seconds until `amount` is available (0 when it is); amounts above the limit wait for a full bucket.
+    double wait_for(double amount) const {
+      if (limit == 0) return 0;
+      double need = std::min(amount, limit) - level;
+      return need <= 0 ? 0 : need / per_second;
+    }
+  };
+  void refill_locked(time_point now);
+  double wait_locked(std::uint64_t tokens, time_point now) const;
+
+  mutable std::mutex mu_;
+  bucket requests_, tokens_;
+  time_point last_{};
+  time_point blocked_until_{};
+};
+
+}  // namespace sluice::routing

@@ -1,0 +1,230 @@
+#include "routing/router.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace sluice::routing {
+
+namespace {
+
+circuit_settings circuit_of(const options& o) {
+  return {o.circuit_failures, o.circuit_error_rate, o.circuit_window, o.circuit_min_volume, o.circuit_open_time,
+          o.circuit_open_time_max};
+}
+
+constexpr auto busy_poll = std::chrono::milliseconds(50);  // re-check of saturation / concurrency holds
+
+std::int64_t ns_of(time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+upstream_state::upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o,
+                               time_point now)
+    : spec(s),
+      target(std::move(u)),
+      authorization(std::move(auth)),
+      breaker(circuit_of(o)),
+      pace(s.requests_per_minute, s.tokens_per_minute, now) {}
+
+// --- lease ---------------------------------------------------------------------------------------
+
+lease& lease::operator=(lease&& o) noexcept {
+  if (this != &o) {
+    this->~lease();
+    r_ = std::exchange(o.r_, nullptr);
+    index_ = o.index_;
+    probe_ = o.probe_;
+    reported_ = o.reported_;
+    tokens_ = o.tokens_;
+  }
+  return *this;
+}
+
+lease::~lease() {
+  if (!r_) return;
+  auto& u = upstream();
+  if (probe_ && !reported_) u.breaker.release_probe();
+  u.outstanding.fetch_sub(1, std::memory_order_relaxed);
+  r_ = nullptr;
+}
+
+upstream_state& lease::upstream() const { return r_->at(index_); }
+
+void lease::succeeded() {
+  if (!r_ || reported_) return;
+  reported_ = true;
+  upstream().breaker.on_success(probe_);
+}
+
+void lease::failed(time_point now) {
+  if (!r_ || reported_) return;
+  reported_ = true;
+  upstream().breaker.on_failure(now, probe_);
+}
+
+void lease::refund(time_point now) {
+  if (!r_) return;
+  upstream().pace.refund(tokens_, now);
+  tokens_ = 0;
+}
+
+void lease::settle(std::uint64_t actual, time_point now) {
+  if (!r_) return;
+  upstream().pace.settle(tokens_, actual, now);
+  tokens_ = actual;
+}
+
+// --- router --------------------------------------------------------------------------------------
+
+router::router(const options& o, std::vector<std::string> auths, time_point now) : o_(o), rng_(0x5eed) {
+  for (std::size_t i = 0; i < o.upstreams.size(); ++i) {
+    auto u = upstream::parse_url(o.upstreams[i].url);
+    if (!u) throw std::invalid_argument(u.err().message);  // finish() validated it already
+    ups_.push_back(std::make_unique<upstream_state>(o.upstreams[i], std::move(*u),
+                                                    i < auths.size() ? std::move(auths[i]) : std::string(), o, now));
+  }
+}
+
+bool router::serves(std::string_view model) const {
+  return std::any_of(ups_.begin(), ups_.end(), [&](const auto& u) { return u->spec.serves(model); });
+}
+
+bool router::any_healthy(time_point now) const {
+  return std::any_of(ups_.begin(), ups_.end(), [&](const auto& u) {
+    return u->probe_ok.load(std::memory_order_relaxed) && u->breaker.state(now) != circuit_state::open;
+  });
+}
+
+void router::set_engine(std::size_t i, bool saturated, time_point now) {
+  auto& u = *ups_.at(i);
+  u.engine_saturated.store(saturated, std::memory_order_relaxed);
+  u.engine_scraped_at.store(ns_of(now), std::memory_order_relaxed);
+}
+
+bool router::engine_holds(const upstream_state& u, time_point now) const {
+  if (!u.engine_saturated.load(std::memory_order_relaxed)) return false;
+  auto at = u.engine_scraped_at.load(std::memory_order_relaxed);
+  return ns_of(now) - at <= std::chrono::duration_cast<std::chrono::nanoseconds>(o_.engine_stale_after).count();
+}
+
+bool router::has_ready_untried(std::string_view model, std::uint64_t tokens, const std::vector<bool>& tried,
+                               time_point now) {
+  for (std::size_t i = 0; i < ups_.size(); ++i) {
+    auto& u = *ups_[i];
+    if ((i < tried.size() && tried[i]) || !u.spec.serves(model)) continue;
+    if (!u.probe_ok.load(std::memory_order_relaxed) || !u.breaker.available(now) || engine_holds(u, now)) continue;
+    if (u.spec.max_concurrent && u.outstanding.load(std::memory_order_relaxed) >= u.spec.max_concurrent) continue;
+    if (u.pace.wait_time(tokens, now)) continue;
+    return true;
+  }
+  return false;
+}
+
+pick_result router::pick(std::string_view model, std::uint64_t tokens, const std::vector<bool>& tried,
+                         time_point now) {
+  pick_result out;
+  struct cand {
+    std::size_t i;
+    double load;  // outstanding per unit of weight
+  };
+  std::vector<cand> ready;
+  bool any_model = false, any_healthy_for_model = false;
+  time_point earliest = time_point::max();
+  for (std::size_t i = 0; i < ups_.size(); ++i) {
+    auto& u = *ups_[i];
+    if (!u.spec.serves(model)) continue;
+    any_model = true;
+    if (!u.probe_ok.load(std::memory_order_relaxed)) {
+      earliest = std::min(earliest, now + o_.probe_interval);
+      continue;
+    }
+    if (!u.breaker.available(now)) {
+      if (u.breaker.state(now) == circuit_state::open) {
+        earliest = std::min(earliest, u.breaker.retry_at());
+      } else {  // half-open with its probe in flight: the verdict is moments away
+        any_healthy_for_model = true;
+        earliest = std::min<time_point>(earliest, now + busy_poll);
+      }
+      continue;
+    }
+    any_healthy_for_model = true;
+    if (engine_holds(u, now)) {
+      out.engine = true;
+      earliest = std::min<time_point>(earliest, now + busy_poll);
+      continue;
+    }
+    auto outstanding = u.outstanding.load(std::memory_order_relaxed);
+    if (u.spec.max_concurrent && outstanding >= u.spec.max_concurrent) {
+      earliest = std::min<time_point>(earliest, now + busy_poll);
+      continue;
+    }
+    if (auto wait = u.pace.wait_time(tokens, now)) {
+      out.paced = true;
+      earliest = std::min(earliest, now + *wait);
+      continue;
+    }
+    ready.push_back({i, static_cast<double>(outstanding) / static_cast<double>(u.spec.weight)});
+  }
+  if (!any_model) {
+    out.why = no_pick::unknown_model;
+    return out;
+  }
+  // Untried first; then least load; ties at random in proportion to weight.
+  while (!ready.empty()) {
+    bool any_untried = std::any_of(ready.begin(), ready.end(), [&](const cand& c) { return c.i >= tried.size() || !tried[c.i]; });
+    double best = std::numeric_limits<double>::max();
+    for (const auto& c : ready)
+      if (!any_untried || c.i >= tried.size() || !tried[c.i]) best = std::min(best, c.load);
+    std::vector<std::size_t> tied;
+    std::uint64_t weight_sum = 0;
+    for (std::size_t k = 0; k < ready.size(); ++k) {
+      const auto& c = ready[k];
+      if ((any_untried && c.i < tried.size() && tried[c.i]) || c.load > best) continue;
+      tied.push_back(k);
+      weight_sum += ups_[c.i]->spec.weight;
+    }
+    std::size_t chosen = tied.front();
+    if (tied.size() > 1) {
+      std::uint64_t roll;
+      {
+        std::lock_guard lk(rng_mu_);
+        roll = std::uniform_int_distribution<std::uint64_t>(0, weight_sum - 1)(rng_);
+      }
+      for (auto k : tied) {
+        auto w = ups_[ready[k].i]->spec.weight;
+        if (roll < w) {
+          chosen = k;
+          break;
+        }
+        roll -= w;
+      }
+    }
+    auto& u = *ups_[ready[chosen].i];
+    bool probe = false;
+    bool got_breaker = u.breaker.try_acquire(now, probe);
+    std::optional<duration> wait;
+    if (got_breaker) wait = u.pace.try_reserve(tokens, now);
+    if (got_breaker && !wait) {
+      u.outstanding.fetch_add(1, std::memory_order_relaxed);
+      out.picked.r_ = this;
+      out.picked.index_ = ready[chosen].i;
+      out.picked.probe_ = probe;
+      out.picked.tokens_ = tokens;
+      return out;
+    }
+    // Lost a race with another thread for the probe slot or the budget: try the others.
+    if (probe) u.breaker.release_probe();
+    if (wait) {
+      out.paced = true;
+      earliest = std::min(earliest, now + *wait);
+    } else earliest = std::min<time_point>(earliest, now + busy_poll);
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(chosen));
+  }
+  out.why = any_healthy_for_model ? no_pick::busy : no_pick::unhealthy;
+  out.retry_at = earliest == time_point::max() ? now + busy_poll : earliest;
+  return out;
+}
+
+}  // namespace sluice::routing

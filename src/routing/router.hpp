@@ -1,0 +1,121 @@
+// router: which upstream gets the next attempt of a request. Process-wide and thread-safe; every
+// worker thread's handler asks it. For the request's model it considers the upstreams serving that
+// model and skips those that cannot take a request now (open circuit, failed active probe, saturated
+// engine, at their own concurrency limit, out of paced budget); among the rest it prefers ones this
+// request has not tried yet, then the least outstanding requests per unit of weight, ties broken at
+// random in proportion to weight. A pick is a lease: it holds the upstream's outstanding count, the
+// half-open probe slot and the paced reservation until the attempt's outcome is reported.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "routing/circuit_breaker.hpp"
+#include "routing/engine_pressure.hpp"
+#include "routing/options.hpp"
+#include "routing/pacer.hpp"
+#include "upstream/url.hpp"
+
+namespace sluice::routing {
+
+struct upstream_state {
+  upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o, time_point now);
+
+  const upstream_spec& spec;
+  const upstream::url target;
+  const std::string authorization;  // "Bearer <key>" or empty; never logged
+  circuit_breaker breaker;
+  pacer pace;
+  std::atomic<std::uint64_t> outstanding{0};
+  std::atomic<bool> probe_ok{true};           // the active /v1/models probe's last verdict
+  std::atomic<bool> engine_saturated{false};  // the last fresh engine scrape said so
+  std::atomic<std::int64_t> engine_scraped_at{0};  // steady-clock ns of that scrape (0: never)
+};
+
+// Why nothing could be picked now.
+enum class no_pick : std::uint8_t {
+  unknown_model,  // no upstream serves the model -> 404
+  unhealthy,      // every upstream for it has an open circuit or failed its probe -> 503
+  busy,           // paced, saturated or at concurrency: worth waiting until `retry_at` -> hold
+};
+
+class router;
+
+class lease {
+ public:
+  lease() = default;
+  lease(lease&& o) noexcept { *this = std::move(o); }
+  lease& operator=(lease&& o) noexcept;
+  lease(const lease&) = delete;
+  lease& operator=(const lease&) = delete;
+  ~lease();
+
+  explicit operator bool() const noexcept { return r_ != nullptr; }
+  std::size_t index() const noexcept { return index_; }
+  upstream_state& upstream() const;
+  bool probe() const noexcept { return probe_; }
+  std::uint64_t reserved_tokens() const noexcept { return tokens_; }
+
+  // The attempt's outcome, for the circuit breaker; each ends the lease's breaker part.
+  void succeeded();
+  void failed(time_point now);
+  // The request never reached the upstream (connect failure): give the paced reservation back.
+  void refund(time_point now);
+  // Actual token use reported by the upstream: settles the reservation.
+  void settle(std::uint64_t actual_tokens, time_point now);
+
+ private:
+  friend class router;
+  router* r_ = nullptr;
+  std::size_t index_ = 0;
+  bool probe_ = false;
+  bool reported_ = false;
+  std::uint64_t tokens_ = 0;
+};
+
+struct pick_result {
+  lease picked;                    // valid when something was picked
+  no_pick why = no_pick::busy;     // otherwise
+  time_point retry_at{};           // busy/unhealthy: when it is worth asking again
+  bool paced = false;              // busy: some upstream was out of paced budget (or in retry-after)
+  bool engine = false;             // busy: some upstream's engine was saturated
+};
+
+class router {
+ public:
+  // `authorizations[i]`: the header value for upstream i ("Bearer ..."), or empty.
+  router(const options& o, std::vector<std::string> authorizations, time_point now);
+
+  std::size_t size() const noexcept { return ups_.size(); }
+  upstream_state& at(std::size_t i) { return *ups_[i]; }
+  const upstream_state& at(std::size_t i) const { return *ups_[i]; }
+
+  // `tried[i]` true: this request already failed on upstream i (asked last, not never).
+  pick_result pick(std::string_view model, std::uint64_t tokens, const std::vector<bool>& tried, time_point now);
+  // Is any upstream able to take traffic now (readiness)? Paced or saturated ones count as able.
+  bool any_healthy(time_point now) const;
+  bool serves(std::string_view model) const;
+  // Is an upstream for `model` this request has not tried ready now? (Then a retry fails over at
+  // once instead of backing off.)
+  bool has_ready_untried(std::string_view model, std::uint64_t tokens, const std::vector<bool>& tried, time_point now);
+
+  // The engine scraper's verdict for upstream i.
+  void set_engine(std::size_t i, bool saturated, time_point now);
+  bool engine_holds(const upstream_state& u, time_point now) const;
+
+  const options& settings() const noexcept { return o_; }
+
+ private:
+  friend class lease;
+  const options& o_;
+  std::vector<std::unique_ptr<upstream_state>> ups_;
+  std::mutex rng_mu_;
+  std::minstd_rand rng_;
+};
+
+}  // namespace sluice::routing
