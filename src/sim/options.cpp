@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "sim/rate_limit.hpp"
+
 namespace sluice::sim {
 namespace {
 
@@ -41,6 +43,8 @@ void options::register_options(config::option_table& t) {
       .add_custom(optional_count("malformed-after", "send a malformed (non-JSON) SSE event after K tokens",
                                  malformed_after))
       .add_duration("header-delay", "delay before sending the response headers", header_delay)
+      .add("limit-rpm", "upstream rate limit: requests per minute over all threads (0 = off)", limit_rpm)
+      .add("limit-tpm", "upstream rate limit: tokens per minute, prompt plus max tokens (0 = off)", limit_tpm)
       .add_size("max-body", "largest accepted request body", max_body_bytes)
       .add_size("max-header", "largest accepted request head", max_header_bytes);
 }
@@ -53,6 +57,8 @@ result<void> options::validate() const {
   if (!(fault_5xx_rate >= 0 && fault_5xx_rate <= 1)) return bad("fault-5xx-rate: expected 0..1");
   if (!(fault_429_rate >= 0 && fault_429_rate <= 1)) return bad("fault-429-rate: expected 0..1");
   if (fault_5xx_rate + fault_429_rate > 1) return bad("fault-5xx-rate + fault-429-rate: must not exceed 1");
+  if (limit_rpm > max_rate_limit) return bad("limit-rpm: at most " + std::to_string(max_rate_limit));
+  if (limit_tpm > max_rate_limit) return bad("limit-tpm: at most " + std::to_string(max_rate_limit));
   if (models.empty()) return bad("models: at least one model id");
   if (max_body_bytes == 0) return bad("max-body: must be positive");
   if (max_header_bytes < 1024) return bad("max-header: at least 1KiB");

@@ -30,6 +30,8 @@ struct options {
   std::optional<std::uint64_t> reset_after;      // TCP reset after K tokens
   std::optional<std::uint64_t> malformed_after;  // a non-JSON SSE event after K tokens
   duration header_delay{0};               // before the response headers
+  std::uint64_t limit_rpm = 0;            // requests per minute over all threads (token bucket); 0 = off
+  std::uint64_t limit_tpm = 0;            // tokens per minute (prompt + max tokens); 0 = off
   std::uint64_t max_body_bytes = 8ull * 1024 * 1024;
   std::uint64_t max_header_bytes = 16 * 1024;
 

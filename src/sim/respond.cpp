@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "sim/content.hpp"
@@ -27,12 +28,14 @@ constexpr std::size_t flush_bytes = 16 * 1024;
 // Bytes a peer may send (a pipelined next request) while its response is running.
 constexpr std::size_t max_early_bytes = 64 * 1024;
 
-struct active_stream {
-  explicit active_stream(counters& c) : n(c) { counters::inc(n.active_streams); }
-  ~active_stream() { counters::dec(n.active_streams); }
-  active_stream(const active_stream&) = delete;
-  active_stream& operator=(const active_stream&) = delete;
-  counters& n;
+// A gauge held up for a scope: active_streams while a stream is open, completions_running while a
+// completion request is being served.
+struct gauge_hold {
+  explicit gauge_hold(counters::counter& g) : n(g) { counters::inc(n); }
+  ~gauge_hold() { counters::dec(n); }
+  gauge_hold(const gauge_hold&) = delete;
+  gauge_hold& operator=(const gauge_hold&) = delete;
+  counters::counter& n;
 };
 
 // Everything one response needs, in the serve_completion frame; respond() and watch_peer() borrow it.
@@ -47,7 +50,8 @@ struct exchange {
   std::string event;    // one SSE event, reused
   bool stream_open = false;  // a stream that neither completed nor ended by a fault
   response_end end = response_end::peer_gone;
-  std::optional<active_stream> gauge = {};  // while stream_open
+  std::optional<gauge_hold> gauge = {};  // active_streams, while stream_open
+  const rate_decision* limits = nullptr;  // with limit-rpm/limit-tpm: this request's x-ratelimit-* figures
 
   // The stream ends: the gauge drops before the counter that says why moves, so a test that sees
   // the outcome also sees active_streams fall.
@@ -75,6 +79,11 @@ task<void> stall(exchange& x) {
   x.timer.expires_at(net::steady_timer::time_point::max());
   error_code ec;
   co_await x.timer.async_wait(ec_out(ec));
+}
+
+void set_ratelimit_headers(http::response<http::string_body>& res, const rate_decision* d) {
+  if (!d) return;
+  for (const auto& [name, value] : ratelimit_headers(*d)) res.set(name, value);
 }
 
 void reset_connection(exchange& x) {
@@ -123,6 +132,7 @@ task<void> respond_status(exchange& x) {
     res.set("x-ratelimit-limit-tokens", "200000");
     res.set("x-ratelimit-remaining-tokens", "0");
     res.set("x-ratelimit-reset-tokens", reset);
+    set_ratelimit_headers(res, x.limits);  // with real limits on, their figures replace the fixed ones
   } else if (status >= 500) {
     res = make_error(status, x.keep_alive, "The server had an error while processing your request. Sorry about that!",
                      "server_error");
@@ -130,6 +140,7 @@ task<void> respond_status(exchange& x) {
     res = make_error(status, x.keep_alive, "Simulated error status " + std::to_string(status),
                      error_type_for_status(static_cast<int>(status)));
   }
+  if (status != 429) set_ratelimit_headers(res, x.limits);
   x.end = co_await write_simple(x.c, res);
 }
 
@@ -159,6 +170,8 @@ task<void> respond_whole(exchange& x) {
   res.keep_alive(x.keep_alive);
   res.body() = gen.body();
   if (fires(x.s.malformed_after)) res.body().resize(res.body().size() / 2);  // cut JSON
+  set_ratelimit_headers(res, x.limits);
+  counters::inc(w.count.completions_succeeded);  // before the write, like every counter a client may check
   x.end = co_await write_simple(x.c, res);
 }
 
@@ -171,6 +184,9 @@ task<void> respond_stream(exchange& x) {
 
   x.pending = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
   x.pending += "x-request-id: req_" + gen.id().substr(gen.id().find('-') + 1) + "\r\n";
+  if (x.limits)
+    for (const auto& [name, value] : ratelimit_headers(*x.limits))
+      x.pending.append(name).append(": ").append(value).append("\r\n");
   x.pending += x.keep_alive ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
   w.count.count_status(200);
   // Headers go out before the first token, as a real upstream sends them.
@@ -231,6 +247,7 @@ task<void> respond_stream(exchange& x) {
   // Counted before the last write so a client that has read [DONE] always sees it in the stats.
   x.close_stream();
   counters::inc(w.count.streams_completed);
+  counters::inc(w.count.completions_succeeded);
   ok = co_await flush(x);
   x.end = !ok ? response_end::peer_gone : x.keep_alive ? response_end::done : response_end::close;
 }
@@ -269,17 +286,38 @@ std::string_view header(const http::request<http::string_body>& req, std::string
   return it == req.end() ? std::string_view{} : std::string_view(it->value());
 }
 
+// The 429 of limit-rpm / limit-tpm: OpenAI's body, when to retry, and the limits' figures.
+http::response<http::string_body> rate_limited(const rate_decision& d, bool keep_alive) {
+  auto res = make_error(429, keep_alive, rate_limit_message(d), d.exceeded, {}, "rate_limit_exceeded");
+  res.set(http::field::retry_after, std::to_string(ceil_seconds(d.retry_after)));
+  res.set("retry-after-ms", std::to_string(ceil_ms(d.retry_after)));
+  set_ratelimit_headers(res, &d);
+  return res;
+}
+
+// What a request costs the tokens bucket: its prompt and the most it may generate.
+std::uint64_t token_cost(const completion_request& r, const request_settings& s) {
+  const std::uint64_t out = r.max_tokens ? *r.max_tokens : s.tokens;
+  constexpr auto most = std::numeric_limits<std::uint64_t>::max();
+  return out > most - r.prompt_tokens ? most : r.prompt_tokens + out;
+}
+
 }  // namespace
 
 task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req) {
   auto& w = c.owner;
   const bool keep = req.keep_alive();
+  counters::inc(w.count.completion_requests);
+  const gauge_hold running(w.count.completions_running);
+  // The next script entry applies on top of the request's own headers, as if it were those headers.
+  const std::optional<script_entry> entry = w.shared.control.pop();
   header_overrides h{header(req, "x-sim-tokens"),       header(req, "x-sim-ttft"),
                      header(req, "x-sim-token-delay"),  header(req, "x-sim-token-size"),
                      header(req, "x-sim-header-delay"), header(req, "x-sim-retry-after"),
                      header(req, "x-sim-fault"),        header(req, "x-sim-fault-after"),
                      header(req, "x-sim-status"),       header(req, "x-sim-content"),
                      header(req, "x-sim-content-b64")};
+  if (entry) entry->apply(h);
   auto settings = resolve_settings(w.opts, h);
   if (!settings) {
     auto res = make_error(400, keep, settings.err().message, "invalid_request_error");
@@ -291,11 +329,23 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
     co_return co_await write_simple(c, res);
   }
 
+  // Rate limits come first, as at a real provider: a refused request reaches no fault and no model.
+  std::optional<rate_decision> limits;
+  if (w.shared.limiter) {
+    limits = w.shared.limiter->take(token_cost(*creq, *settings), std::chrono::steady_clock::now());
+    if (!limits->allowed) {
+      counters::inc(w.count.rate_limited);
+      auto res = rate_limited(*limits, keep);
+      co_return co_await write_simple(c, res);
+    }
+  }
+
   exchange x{c, *settings, *creq, keep, pick_status_fault(*settings, w.opts, w.next_uniform()),
              net::steady_timer(w.ctx), {}, {}, false, response_end::peer_gone, {}};
+  if (limits) x.limits = &*limits;
   if (x.fault == status_fault::none && creq->stream) {
     counters::inc(w.count.streams_started);
-    x.gauge.emplace(w.count);
+    x.gauge.emplace(w.count.active_streams);
     x.stream_open = true;
   }
   // The response and the peer watcher run side by side; whichever ends first cancels the other

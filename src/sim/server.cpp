@@ -64,7 +64,7 @@ connection::connection(tcp::socket s, worker& w) : socket(std::move(s)), owner(w
 
 connection::~connection() { counters::dec(owner.count.active_connections); }
 
-worker::worker(net::io_context& c, std::size_t i, const options& o, const server::state& s, counters& n)
+worker::worker(net::io_context& c, std::size_t i, const options& o, server::state& s, counters& n)
     : ctx(c), index(i), opts(o), shared(s), count(n), acceptor(c), fault_rng(o.seed * 0x2545f4914f6cdd1dull + i + 1) {}
 
 double worker::next_uniform() noexcept {
@@ -102,6 +102,10 @@ stats server::state::snapshot() const {
     s.responses_429 += get(c.responses_429);
     s.requests_with_auth += get(c.requests_with_auth);
     s.faults_injected += get(c.faults_injected);
+    s.completion_requests += get(c.completion_requests);
+    s.completions_running += get(c.completions_running);
+    s.completions_succeeded += get(c.completions_succeeded);
+    s.rate_limited += get(c.rate_limited);
   }
   return s;
 }
@@ -136,6 +140,9 @@ result<tcp::endpoint> server::start() {
   auto addr = resolve_host(hp->host);
   if (!addr) return std::move(addr).err();
 
+  st.limiter.reset();
+  if (st.opts.limit_rpm > 0 || st.opts.limit_tpm > 0)
+    st.limiter = std::make_unique<rate_limiter>(st.opts.limit_rpm, st.opts.limit_tpm, std::chrono::steady_clock::now());
   st.pool = std::make_unique<runtime::worker_pool>(st.opts.threads);
   st.workers.clear();
   st.counts.clear();
@@ -174,5 +181,13 @@ void server::stop() {
 stats server::snapshot() const { return state_->snapshot(); }
 
 std::uint16_t server::port() const { return state_->bound.port(); }
+
+result<void> server::control(std::string_view json_body) {
+  auto u = parse_control(json_body, state_->opts);
+  if (!u) return std::move(u).err();
+  return state_->control.apply(std::move(*u));
+}
+
+std::size_t server::script_remaining() const { return state_->control.script_remaining(); }
 
 }  // namespace sluice::sim

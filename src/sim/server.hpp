@@ -1,10 +1,11 @@
 // sim::server: the OpenAI-compatible upstream simulator, in-process. It owns its worker threads (one
 // io_context and one SO_REUSEPORT listener each); start/stop/~server are for one owning thread (never
-// a worker thread), snapshot()/port() may be called from any thread.
+// a worker thread), snapshot()/port()/control()/script_remaining() may be called from any thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "runtime/asio.hpp"
@@ -28,6 +29,10 @@ struct stats {
   std::uint64_t responses_429 = 0;
   std::uint64_t requests_with_auth = 0; // requests carrying an Authorization header (never logged)
   std::uint64_t faults_injected = 0;    // 5xx/429/forced statuses, stalls, resets, malformed events
+  std::uint64_t completion_requests = 0;  // chat/completions/responses requests received, whatever the answer
+  std::uint64_t completions_running = 0;  // of those, being served now (vllm:num_requests_running)
+  std::uint64_t completions_succeeded = 0;  // answered 2xx to the last byte (vllm:request_success_total)
+  std::uint64_t rate_limited = 0;       // 429s from limit-rpm / limit-tpm (also in responses_429)
 };
 
 class server {
@@ -43,6 +48,12 @@ class server {
   void stop();
   stats snapshot() const;
   std::uint16_t port() const;
+  // Runtime control, the same as POST /sim/control with this JSON body (engine values for /metrics,
+  // script entries for the next completion requests, clear). Works before start() and while running;
+  // a bad body changes nothing and its error (bad_request) names the field.
+  result<void> control(std::string_view json_body);
+  // Script entries not yet taken by a completion request.
+  std::size_t script_remaining() const;
 
   struct state;  // shared with the worker threads; defined in sim/worker.hpp
 

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "sim/content.hpp"
+#include "sim/metrics.hpp"
 #include "sim/worker.hpp"
 
 namespace sluice::sim {
@@ -24,7 +25,11 @@ std::string stats_body(const stats& s) {
                         {"responses_5xx", s.responses_5xx},
                         {"responses_429", s.responses_429},
                         {"requests_with_auth", s.requests_with_auth},
-                        {"faults_injected", s.faults_injected}};
+                        {"faults_injected", s.faults_injected},
+                        {"completion_requests", s.completion_requests},
+                        {"completions_running", s.completions_running},
+                        {"completions_succeeded", s.completions_succeeded},
+                        {"rate_limited", s.rate_limited}};
   return boost::json::serialize(o);
 }
 
@@ -34,6 +39,29 @@ http::response<http::string_body> json_response(std::string body, bool keep_aliv
   res.keep_alive(keep_alive);
   res.body() = std::move(body);
   return res;
+}
+
+http::response<http::string_body> metrics_response(worker& w, bool keep_alive) {
+  const stats s = w.shared.snapshot();
+  engine_sample sample{s.completions_running, s.completions_succeeded, w.shared.control.engine()};
+  http::response<http::string_body> res{http::status::ok, 11};
+  res.set(http::field::content_type, metrics_content_type);
+  res.keep_alive(keep_alive);
+  res.body() = engine_metrics_text(w.opts.models.front(), sample);
+  return res;
+}
+
+// GET: the control state; POST: apply the body first (a bad one is a 400 naming the field).
+http::response<http::string_body> control_response(worker& w, const http::request<http::string_body>& req,
+                                                   bool keep_alive) {
+  if (req.method() == http::verb::post) {
+    auto u = parse_control(req.body(), w.opts);
+    result<void> applied = ok;
+    if (u) applied = w.shared.control.apply(std::move(*u));
+    const error* e = !u ? &u.err() : !applied ? &applied.err() : nullptr;
+    if (e) return make_error(400, keep_alive, e->message, "invalid_request_error", e->param);
+  }
+  return json_response(w.shared.control.to_json(), keep_alive);
 }
 
 bool is_parse_error(const error_code& ec) {
@@ -61,6 +89,16 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   } else if (target == "/sim/stats") {
     if (get) {
       auto res = json_response(stats_body(c.owner.shared.snapshot()), keep);
+      co_return co_await write_simple(c, res);
+    }
+  } else if (target == "/metrics") {
+    if (get) {
+      auto res = metrics_response(c.owner, keep);
+      co_return co_await write_simple(c, res);
+    }
+  } else if (target == "/sim/control") {
+    if (get || post) {
+      auto res = control_response(c.owner, req, keep);
       co_return co_await write_simple(c, res);
     }
   } else {

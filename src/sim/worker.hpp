@@ -1,6 +1,7 @@
 // Internals of sim::server shared by server.cpp, session.cpp and respond.cpp. A worker is one thread's
 // io_context, listener, connections and counters; everything but the counters (atomics, read by
-// snapshot() from any thread) is touched only on that worker's thread.
+// snapshot() from any thread) is touched only on that worker's thread. The control state and the
+// rate limiter in server::state are shared by all threads and guard themselves.
 #pragma once
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "runtime/worker_pool.hpp"
+#include "sim/control.hpp"
+#include "sim/rate_limit.hpp"
 #include "sim/request.hpp"
 #include "sim/server.hpp"
 
@@ -26,7 +29,8 @@ struct alignas(64) counters {
   using counter = std::atomic<std::uint64_t>;
   counter requests{0}, streams_started{0}, streams_completed{0}, streams_aborted{0}, active_streams{0},
       active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
-      responses_429{0}, requests_with_auth{0}, faults_injected{0};
+      responses_429{0}, requests_with_auth{0}, faults_injected{0}, completion_requests{0}, completions_running{0},
+      completions_succeeded{0}, rate_limited{0};
 
   static void inc(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
   static void dec(counter& c) noexcept { c.fetch_sub(1, std::memory_order_relaxed); }
@@ -51,12 +55,12 @@ struct connection : list_hook {
 };
 
 struct worker {
-  worker(net::io_context& c, std::size_t i, const options& o, const server::state& s, counters& n);
+  worker(net::io_context& c, std::size_t i, const options& o, server::state& s, counters& n);
 
   net::io_context& ctx;
   std::size_t index;
   const options& opts;
-  const server::state& shared;
+  server::state& shared;  // control and limiter are thread-safe; the rest is read-only while running
   counters& count;  // owned by server::state so the figures outlive stop()
   tcp::acceptor acceptor;
   boost::intrusive::list<connection, boost::intrusive::constant_time_size<false>> connections;
@@ -75,6 +79,8 @@ struct server::state {
   std::vector<std::unique_ptr<counters>> counts;  // one per worker
   tcp::endpoint bound;
   bool running = false;
+  control_state control;                  // script and engine values; any thread
+  std::unique_ptr<rate_limiter> limiter;  // null when limit-rpm and limit-tpm are off; set before the workers start
   stats snapshot() const;
 };
 

@@ -9,8 +9,13 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 
+#include <unistd.h>
+
+#include <sys/wait.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
@@ -465,6 +470,251 @@ TEST_F(sim_fixture, StopClosesStalledStreams) {
   server->stop();  // idempotent
   EXPECT_EQ(stats().active_streams, 0u);
   EXPECT_EQ(stats().active_connections, 0u);
+}
+
+// ---- Upstream rate limits (limit-rpm / limit-tpm) ------------------------------------------------
+
+TEST_F(sim_fixture, RateLimitRpmCountsDownThenRefusesWithRetryAfter) {
+  sim::options o;
+  o.limit_rpm = 3;
+  start(o);
+  client c(port);
+  // Every completion route counts against the one process-wide bucket, streams included.
+  std::vector<reply> ok{c.chat(),
+                        c.send(http::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc"})"),
+                        c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi","stream":true})")};
+  for (std::size_t i = 0; i < ok.size(); ++i) {
+    ASSERT_EQ(ok[i].status, 200u) << i << ok[i].body;
+    EXPECT_EQ(ok[i].headers["x-ratelimit-limit-requests"], "3");
+    EXPECT_EQ(ok[i].headers["x-ratelimit-remaining-requests"], std::to_string(2 - i)) << "counts down";
+    EXPECT_FALSE(ok[i].headers["x-ratelimit-reset-requests"].empty());
+    EXPECT_EQ(ok[i].headers.count("x-ratelimit-limit-tokens"), 0u) << "no token limit configured";
+  }
+  EXPECT_EQ(c.send(http::verb::get, "/v1/models").status, 200u) << "only completions are limited";
+
+  client other(port);  // another connection, maybe another worker thread: the same bucket
+  auto r = other.chat();
+  ASSERT_EQ(r.status, 429u) << r.body;
+  const int retry_s = std::stoi(r.headers["retry-after"]);
+  const int retry_ms = std::stoi(r.headers["retry-after-ms"]);
+  EXPECT_TRUE(retry_s >= 19 && retry_s <= 20) << retry_s << ": one request every 20s";
+  EXPECT_TRUE(retry_ms > 19000 && retry_ms <= 20000) << retry_ms;
+  EXPECT_EQ(retry_s, (retry_ms + 999) / 1000) << "whole seconds, rounded up";
+  EXPECT_EQ(r.headers["x-ratelimit-limit-requests"], "3");
+  EXPECT_EQ(r.headers["x-ratelimit-remaining-requests"], "0");
+  EXPECT_FALSE(r.headers["x-ratelimit-reset-requests"].empty());
+  auto e = error_of(r);
+  EXPECT_EQ(e.at("type").as_string(), "requests");
+  EXPECT_EQ(e.at("code").as_string(), "rate_limit_exceeded");
+  EXPECT_NE(std::string(e.at("message").as_string()).find("requests per min (RPM): Limit 3"), std::string::npos);
+
+  auto s = stats();
+  EXPECT_EQ(s.completion_requests, 4u);
+  EXPECT_EQ(s.rate_limited, 1u);
+  EXPECT_EQ(s.responses_429, 1u);
+  EXPECT_EQ(s.faults_injected, 0u) << "a limit is not a fault";
+  EXPECT_EQ(s.streams_started, 2u) << "the two streams let through; the refused request started nothing";
+}
+
+TEST_F(sim_fixture, RateLimitTpmChargesPromptPlusMaxTokens) {
+  sim::options o;
+  o.limit_tpm = 100;
+  start(o);
+  client c(port);
+  // "hello": ~2 prompt tokens + 4 for the message = 6; max_tokens 60: 66 tokens.
+  const std::string body = R"({"model":"sim-1","max_tokens":60,"messages":[{"role":"user","content":"hello"}]})";
+  auto first = c.chat({}, body);
+  ASSERT_EQ(first.status, 200u);
+  EXPECT_EQ(first.headers["x-ratelimit-limit-tokens"], "100");
+  EXPECT_EQ(first.headers["x-ratelimit-remaining-tokens"], "34");
+  EXPECT_EQ(first.headers.count("x-ratelimit-limit-requests"), 0u);
+  auto second = c.chat({}, body);
+  ASSERT_EQ(second.status, 429u);
+  EXPECT_EQ(error_of(second).at("type").as_string(), "tokens");
+  EXPECT_FALSE(second.headers["retry-after"].empty());
+  EXPECT_GT(std::stoi(second.headers["retry-after-ms"]), 15000) << "32 tokens missing at 100/min: ~19s";
+  // Without max_tokens the cost is what it will generate: 6 + 16 = 22 fits in the 34 left.
+  auto small = c.chat({}, R"({"model":"sim-1","messages":[{"role":"user","content":"hello"}]})");
+  ASSERT_EQ(small.status, 200u);
+  // 34 - 22, plus what dripped back meanwhile (one token per 0.6s).
+  const int left = std::stoi(small.headers["x-ratelimit-remaining-tokens"]);
+  EXPECT_TRUE(left >= 12 && left <= 13) << left;
+  EXPECT_EQ(stats().rate_limited, 1u);
+}
+
+// ---- GET /metrics ---------------------------------------------------------------------------------
+
+namespace {
+
+double series_value(const std::string& text, const std::string& series) {
+  auto pos = text.find("\n" + series + "{model_name=\"sim-1\"} ");
+  if (pos == std::string::npos) return -1;
+  return std::stod(text.substr(text.find("} ", pos) + 2));
+}
+
+}  // namespace
+
+TEST_F(sim_fixture, MetricsShowRunningRequestsAndSettableEngineValues) {
+  start();
+  client probe(port);
+  auto idle = probe.send(http::verb::get, "/metrics");
+  ASSERT_EQ(idle.status, 200u);
+  EXPECT_EQ(idle.headers["content-type"], "text/plain; version=0.0.4");
+  EXPECT_EQ(series_value(idle.body, "vllm:num_requests_running"), 0);
+  EXPECT_EQ(series_value(idle.body, "vllm:num_requests_waiting"), 0);
+  EXPECT_EQ(series_value(idle.body, "vllm:gpu_cache_usage_perc"), 0);
+
+  client slow(port);
+  auto head = slow.chat({{"x-sim-tokens", "1000"}, {"x-sim-token-delay", "20ms"}}, chat_stream_body, 2);
+  ASSERT_FALSE(head.complete);
+  auto busy = probe.send(http::verb::get, "/metrics");
+  EXPECT_EQ(series_value(busy.body, "vllm:num_requests_running"), 1) << busy.body;
+  EXPECT_EQ(series_value(busy.body, "llamacpp:requests_processing"), 1);
+
+  auto set = probe.send(http::verb::post, "/sim/control",
+                        R"({"engine":{"waiting":5,"kv_cache_usage":0.25,"deferred":2}})");
+  ASSERT_EQ(set.status, 200u) << set.body;
+  auto state = json::parse(set.body).as_object();
+  EXPECT_EQ(state.at("engine").as_object().at("waiting").as_int64(), 5);
+  EXPECT_EQ(state.at("engine").as_object().at("kv_cache_usage").to_number<double>(), 0.25);
+  auto m = probe.send(http::verb::get, "/metrics");
+  EXPECT_EQ(series_value(m.body, "vllm:num_requests_waiting"), 5);
+  EXPECT_EQ(series_value(m.body, "vllm:gpu_cache_usage_perc"), 0.25);
+  EXPECT_EQ(series_value(m.body, "vllm:kv_cache_usage_perc"), 0.25);
+  EXPECT_EQ(series_value(m.body, "llamacpp:kv_cache_usage_ratio"), 0.25);
+  EXPECT_EQ(series_value(m.body, "llamacpp:requests_deferred"), 2);
+  EXPECT_EQ(series_value(m.body, "vllm:request_success_total"), 0);
+
+  slow.close();
+  EXPECT_TRUE(eventually([&] { return stats().completions_running == 0; }, prompt_notice));
+  ASSERT_EQ(probe.chat().status, 200u);
+  ASSERT_EQ(probe.chat({}, R"({"model":"sim-1","messages":[{"role":"user","content":"x"}]})").status, 200u);
+  auto after = probe.send(http::verb::get, "/metrics");
+  EXPECT_EQ(series_value(after.body, "vllm:num_requests_running"), 0);
+  EXPECT_EQ(series_value(after.body, "vllm:request_success_total"), 2) << "the aborted stream did not succeed";
+
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool is not installed";
+  char path[] = "/tmp/sluice-sim-metrics-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, after.body.data(), after.body.size()), static_cast<ssize_t>(after.body.size()));
+  ::close(fd);
+  std::string cmd = std::string("promtool check metrics < ") + path + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string report;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) report += line;
+  const int rc = WEXITSTATUS(pclose(p));
+  std::remove(path);
+  // Exit 1 is a parse error. Exit 3 is lint findings: the engines' own names contain ':', which
+  // promtool's linter flags; that finding, and only that one, is expected.
+  EXPECT_TRUE(rc == 0 || rc == 3) << rc << "\n" << report;
+  std::size_t findings = 0, start_at = 0;
+  for (auto nl = report.find('\n'); nl != std::string::npos; start_at = nl + 1, nl = report.find('\n', start_at)) {
+    auto l = report.substr(start_at, nl - start_at);
+    if (l.empty()) continue;
+    ++findings;
+    EXPECT_NE(l.find("metric names should not contain ':'"), std::string::npos) << l;
+  }
+  EXPECT_EQ(findings, 8u) << report;
+}
+
+// ---- Runtime control: the script ------------------------------------------------------------------
+
+TEST_F(sim_fixture, ScriptAnswersTheNextRequestsInOrderThenNormal) {
+  start();
+  client c(port);
+  auto posted = c.send(http::verb::post, "/sim/control",
+                       R"({"script":[{"fault":"429","retry_after":"1500ms"},{"fault":"5xx"},{"fault":"none"}]})");
+  ASSERT_EQ(posted.status, 200u) << posted.body;
+  EXPECT_EQ(json::parse(posted.body).as_object().at("script_remaining").as_int64(), 3);
+  EXPECT_EQ(server->script_remaining(), 3u);
+
+  auto first = c.chat();
+  EXPECT_EQ(first.status, 429u);
+  EXPECT_EQ(first.headers["retry-after"], "2");
+  EXPECT_EQ(first.headers["retry-after-ms"], "1500");
+  // Other routes take no entry.
+  EXPECT_EQ(c.send(http::verb::get, "/v1/models").status, 200u);
+  EXPECT_EQ(c.send(http::verb::get, "/metrics").status, 200u);
+  EXPECT_EQ(c.send(http::verb::get, "/sim/control").status, 200u);
+  EXPECT_EQ(server->script_remaining(), 2u);
+
+  EXPECT_EQ(c.send(http::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc"})").status, 500u);
+  // The entry applies on top of the request's own headers: "none" beats x-sim-fault: 5xx.
+  auto third = c.chat({{"x-sim-fault", "5xx"}});
+  EXPECT_EQ(third.status, 200u);
+  EXPECT_TRUE(third.complete);
+  EXPECT_EQ(server->script_remaining(), 0u);
+  // Then normal again: the headers alone decide.
+  EXPECT_EQ(c.chat({{"x-sim-fault", "5xx"}}).status, 500u);
+  EXPECT_EQ(c.chat().status, 200u);
+  auto s = stats();
+  EXPECT_EQ(s.completion_requests, 5u);
+  EXPECT_EQ(s.responses_429, 1u);
+  EXPECT_EQ(s.responses_5xx, 2u);
+  EXPECT_EQ(s.rate_limited, 0u) << "scripted 429s are faults, not limits";
+}
+
+TEST_F(sim_fixture, ScriptThroughTheCppApiShapesStreams) {
+  start();
+  ASSERT_TRUE(server->control(R"({"script":[{"tokens":2,"token_delay":"1ms"},{"status":"503"},
+                                             {"content":"abcdefgh","fault":"malformed","fault_after":1}]})")
+                  .has_value());
+  EXPECT_EQ(server->script_remaining(), 3u);
+  client c(port);
+  auto two = c.chat({{"x-sim-tokens", "9"}});
+  ASSERT_TRUE(two.complete);
+  EXPECT_EQ(event_data(two.body).size(), 1u + 2u + 1u + 1u);
+  EXPECT_EQ(c.chat().status, 503u);
+  auto text = c.chat();
+  ASSERT_TRUE(text.complete);
+  auto ev = event_data(text.body);
+  ASSERT_EQ(ev.size(), 1u + 2u + 1u + 1u + 1u) << "two 4-byte tokens and one malformed event";
+  EXPECT_NE(ev[3].find("efgh"), std::string::npos);
+  EXPECT_EQ(server->script_remaining(), 0u);
+  EXPECT_EQ(stats().faults_injected, 2u);
+}
+
+TEST_F(sim_fixture, BadControlBodyIs400AndAppendsNothing) {
+  start();
+  client c(port);
+  ASSERT_EQ(c.send(http::verb::post, "/sim/control", R"({"script":[{"status":502}]})").status, 200u);
+  auto bad = c.send(http::verb::post, "/sim/control",
+                    R"({"engine":{"waiting":7},"script":[{"fault":"429"},{"fault":"explode"}]})");
+  ASSERT_EQ(bad.status, 400u);
+  auto e = error_of(bad);
+  EXPECT_EQ(e.at("param").as_string(), "script[1].fault");
+  EXPECT_NE(std::string(e.at("message").as_string()).find("script[1].fault"), std::string::npos);
+  EXPECT_EQ(server->script_remaining(), 1u) << "nothing appended";
+
+  auto state = c.send(http::verb::get, "/sim/control");
+  ASSERT_EQ(state.status, 200u);
+  auto v = json::parse(state.body).as_object();
+  EXPECT_EQ(v.at("script_remaining").as_int64(), 1);
+  EXPECT_EQ(v.at("engine").as_object().at("waiting").as_int64(), 0) << "nothing of a bad body applies";
+
+  EXPECT_EQ(c.send(http::verb::post, "/sim/control", "{not json").status, 400u);
+  EXPECT_EQ(c.send(http::verb::post, "/sim/control", R"({"engine":{"kv_cache_usage":2}})").status, 400u);
+  EXPECT_EQ(c.send(http::verb::put, "/sim/control", "{}").status, 405u);
+  auto api = server->control(R"({"script":[{"ttft":"soon"}]})");
+  ASSERT_FALSE(api.has_value());
+  EXPECT_EQ(api.err().param, "script[0].ttft");
+
+  // Bounded: 10,000 entries at most, and a body that would pass it is refused whole.
+  std::string many = R"({"script":[)";
+  for (int i = 0; i < 10'000; ++i) many += i ? ",{}" : "{}";
+  many += "]}";
+  auto full = c.send(http::verb::post, "/sim/control", many);
+  EXPECT_EQ(full.status, 400u);
+  EXPECT_EQ(server->script_remaining(), 1u);
+  auto cleared = c.send(http::verb::post, "/sim/control", R"({"clear":true})" );
+  ASSERT_EQ(cleared.status, 200u);
+  EXPECT_EQ(json::parse(cleared.body).as_object().at("script_remaining").as_int64(), 0);
+  EXPECT_EQ(c.send(http::verb::post, "/sim/control", many).status, 200u) << "exactly the bound fits";
+  EXPECT_EQ(server->script_remaining(), 10'000u);
+  EXPECT_EQ(stats().completion_requests, 0u);
 }
 
 namespace {

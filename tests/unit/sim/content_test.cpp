@@ -193,4 +193,8 @@ TEST(SimContent, OpenAiResetFormat) {
   EXPECT_EQ(sim::openai_reset_format(360s), "6m0s");
   EXPECT_EQ(sim::openai_reset_format(90s), "1m30s");
   EXPECT_EQ(sim::openai_reset_format(3600s), "1h0m0s");
+  EXPECT_EQ(sim::openai_reset_format(120ms), "120ms");
+  EXPECT_EQ(sim::openai_reset_format(90500ms), "1m30.5s");
+  EXPECT_EQ(sim::openai_reset_format(3725s), "1h2m5s");
+  EXPECT_EQ(sim::openai_reset_format(-1s), "0s");
 }

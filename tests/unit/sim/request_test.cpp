@@ -133,3 +133,22 @@ TEST(SimOptions, RegisteredAsFlagsAndConfigKeys) {
   o.fault_429_rate = 0.5;
   EXPECT_FALSE(o.validate().has_value()) << "rates summing past 1";
 }
+
+TEST(SimOptions, RateLimitsFromYamlAndFlags) {
+  sim::options o;
+  EXPECT_EQ(o.limit_rpm, 0u) << "off by default";
+  EXPECT_EQ(o.limit_tpm, 0u);
+  config::option_table t;
+  o.register_options(t);
+  ASSERT_TRUE(t.apply_yaml_text("limit-rpm: 3\nlimit-tpm: 40000\n").has_value());
+  EXPECT_EQ(o.limit_rpm, 3u);
+  EXPECT_EQ(o.limit_tpm, 40000u);
+  CLI::App app;
+  t.register_cli(app);
+  app.parse(std::vector<std::string>{"500", "--limit-rpm"});
+  ASSERT_TRUE(t.apply_cli().has_value());
+  EXPECT_EQ(o.limit_rpm, 500u);
+  EXPECT_TRUE(o.validate().has_value());
+  o.limit_tpm = 2'000'000'000;
+  EXPECT_FALSE(o.validate().has_value()) << "beyond the bucket's fixed-point range";
+}
