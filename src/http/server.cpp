@@ -3,8 +3,13 @@
 #include <sys/socket.h>
 
 #include <boost/asio/post.hpp>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <exception>
+
+#include "observability/log.hpp"
+#include "runtime/worker_pool.hpp"
 
 namespace sluice::http {
 
@@ -24,6 +29,17 @@ struct report_exception {
     }
   }
 };
+
+// How long the accept loop pauses after a failed accept(). The listener stays readable while the
+// cause lasts (a connection waits in the backlog), so retrying at once would spin a core.
+constexpr auto accept_backoff = std::chrono::milliseconds(50);
+constexpr auto accept_warning_interval = std::chrono::seconds(1);
+
+bool out_of_descriptors(const error_code& ec) {
+  if (ec.category() != boost::system::system_category()) return false;
+  int v = ec.value();
+  return v == EMFILE || v == ENFILE || v == ENOBUFS || v == ENOMEM;
+}
 
 }  // namespace
 
@@ -51,6 +67,21 @@ result<tcp::endpoint> server::listen(const tcp::endpoint& ep) {
 }
 
 void server::start() {
+  const std::uint64_t fd_limit = runtime::fd_soft_limit();
+  const std::uint64_t cap = effective_max_connections(opts_.max_connections, fd_limit);
+  std::uint64_t unset = 0;
+  if (shared_.max_connections.compare_exchange_strong(unset, cap)) {  // the first server logs it
+    if (opts_.max_connections == 0) {
+      obs::log_info("max-connections derived from the descriptor limit",
+                    {{"max_connections", cap}, {"fd_limit", fd_limit}});
+    } else if (const std::uint64_t fits = effective_max_connections(0, fd_limit); cap > fits) {
+      obs::log_warn("max-connections is above what the descriptor limit carries (two per stream): "
+                    "accepts and upstream connects may fail with EMFILE",
+                    {{"max_connections", cap}, {"fd_limit", fd_limit}, {"fits", fits}});
+    } else {
+      obs::log_info("max-connections", {{"max_connections", cap}, {"fd_limit", fd_limit}});
+    }
+  }
   net::co_spawn(ctx_, accept_loop(), report_exception{"accept loop"});
   net::co_spawn(ctx_, watchdog_.run(), report_exception{"watchdog"});
 }
@@ -78,28 +109,50 @@ task<void> server::accept_loop() {
     tcp::socket socket = co_await acceptor_.async_accept(ec_out(ec));
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
-      // EMFILE and friends: back off briefly instead of spinning.
+      if (ec == net::error::connection_aborted) continue;  // that client gave up while queued
+      note_accept_failure(ec);
       net::steady_timer t(ctx_);
-      t.expires_after(std::chrono::milliseconds(50));
+      t.expires_after(accept_backoff);
       co_await t.async_wait(ec_out(ec));
       continue;
     }
-    if (shared_.open_connections.load(std::memory_order_relaxed) >= opts_.max_connections) {
+    // Take the slot first and check after, so that worker threads accepting at once cannot all
+    // slip in under the cap.
+    const std::uint64_t cap = shared_.max_connections.load(std::memory_order_relaxed);
+    if (shared_.open_connections.fetch_add(1, std::memory_order_relaxed) >= cap) {
+      shared_.open_connections.fetch_sub(1, std::memory_order_relaxed);
       shared_.refused_connections.fetch_add(1, std::memory_order_relaxed);
       socket.close(ec);
       continue;
     }
-    net::co_spawn(ctx_, session(std::move(socket)), report_exception{"session"});
+    net::co_spawn(ctx_, session(std::move(socket), connection_slot(shared_)), report_exception{"session"});
   }
 }
 
-task<void> server::session(tcp::socket socket) {
-  shared_.open_connections.fetch_add(1, std::memory_order_relaxed);
-  struct release {
-    server_shared& s;
-    ~release() { s.open_connections.fetch_sub(1, std::memory_order_relaxed); }
-  } release_guard{shared_};
+void server::note_accept_failure(const error_code& ec) {
+  const std::uint64_t failures = shared_.accept_failures.fetch_add(1, std::memory_order_relaxed) + 1;
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               runtime::steady::now().time_since_epoch()).count();
+  std::int64_t last = shared_.accept_warned_at_ns.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < std::chrono::nanoseconds(accept_warning_interval).count()) return;
+  if (!shared_.accept_warned_at_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  shared_.accept_failures.fetch_sub(failures, std::memory_order_relaxed);
+  const std::string error = ec.message();
+  const std::uint64_t open = shared_.open_connections.load(std::memory_order_relaxed);
+  const std::uint64_t cap = shared_.max_connections.load(std::memory_order_relaxed);
+  if (out_of_descriptors(ec)) {
+    obs::log_warn("accept failed: out of file descriptors; backing off (lower max-connections or raise the fd limit)",
+                  {{"error", error},
+                   {"failures", failures},
+                   {"open_connections", open},
+                   {"max_connections", cap},
+                   {"fd_limit", static_cast<std::uint64_t>(runtime::fd_soft_limit())}});
+  } else {
+    obs::log_warn("accept failed; backing off", {{"error", error}, {"failures", failures}});
+  }
+}
 
+task<void> server::session(tcp::socket socket, [[maybe_unused]] connection_slot slot) {
   auto conn = std::make_unique<connection>(std::move(socket), opts_);
   watchdog_.add(*conn);
   connections_.push_back(*conn);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include <boost/intrusive/list.hpp>
 
@@ -32,6 +33,12 @@ class request_handler {
 struct server_shared {
   std::atomic<std::uint64_t> open_connections{0};
   std::atomic<std::uint64_t> refused_connections{0};
+  // The connection cap in force (effective_max_connections), set by the first server::start().
+  std::atomic<std::uint64_t> max_connections{0};
+  // accept() failures for want of descriptors (EMFILE, ENFILE, ...) since the last warning, and when
+  // that warning was logged (steady clock, ns): at most one warning a second for all threads.
+  std::atomic<std::uint64_t> accept_failures{0};
+  std::atomic<std::int64_t> accept_warned_at_ns{0};
 };
 
 class server {
@@ -42,7 +49,9 @@ class server {
   // Binds with SO_REUSEPORT so every worker thread can bind the same address. Returns the bound
   // endpoint (resolves port 0).
   result<tcp::endpoint> listen(const tcp::endpoint& ep);
-  // Spawns the accept loop and the watchdog on the server's io_context.
+  // Spawns the accept loop and the watchdog on the server's io_context. Call it after the
+  // descriptor limit was raised: the first server to start fixes the connection cap for all of them
+  // from options().max_connections and the soft RLIMIT_NOFILE (logged once).
   void start();
   // Stops accepting new connections; existing ones go on. Thread-safe (posts).
   void stop_accepting();
@@ -51,8 +60,24 @@ class server {
   runtime::watchdog& watchdog() noexcept { return watchdog_; }
 
  private:
+  // One counted place in open_connections, held by a session for its whole life (also when its
+  // coroutine is destroyed without ever running).
+  class connection_slot {
+   public:
+    explicit connection_slot(server_shared& s) noexcept : s_(&s) {}
+    connection_slot(connection_slot&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    connection_slot& operator=(connection_slot&&) = delete;
+    ~connection_slot() {
+      if (s_) s_->open_connections.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+   private:
+    server_shared* s_;
+  };
+
   task<void> accept_loop();
-  task<void> session(tcp::socket socket);
+  task<void> session(tcp::socket socket, connection_slot slot);
+  void note_accept_failure(const error_code& ec);
 
   net::io_context& ctx_;
   const server_options& opts_;

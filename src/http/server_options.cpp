@@ -1,5 +1,7 @@
 #include "http/server_options.hpp"
 
+#include <algorithm>
+
 #include "config/option_table.hpp"
 
 namespace sluice::http {
@@ -14,7 +16,16 @@ void server_options::register_options(config::option_table& t) {
       .add_duration("idle-timeout", "keep-alive connection idle time before it is closed", idle_timeout)
       .add_duration("write-stall-timeout", "a client that accepts no byte for this long is disconnected",
                     write_stall_timeout)
-      .add("max-connections", "open client connections at most (more are closed at once)", max_connections);
+      .add("max-connections",
+           "open client connections at most, more are closed at once (0 = half the descriptor limit, at most 20000)",
+           max_connections);
+}
+
+std::uint64_t effective_max_connections(std::uint64_t configured, std::uint64_t fd_soft_limit) noexcept {
+  if (configured != 0) return configured;
+  if (fd_soft_limit == 0) return max_connections_cap;
+  std::uint64_t usable = fd_soft_limit > fd_reserve ? fd_soft_limit - fd_reserve : 0;
+  return std::clamp<std::uint64_t>(usable / 2, 1, max_connections_cap);
 }
 
 }  // namespace sluice::http

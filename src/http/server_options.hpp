@@ -24,9 +24,21 @@ struct server_options {
   duration body_timeout = 30s;                     // whole body must arrive within this -> 408
   duration idle_timeout = 60s;                     // keep-alive connection with no new request: closed quietly
   duration write_stall_timeout = 30s;              // a client that accepts no byte for this long is cut
-  std::uint64_t max_connections = 20000;           // accepted connections over this are closed at once
+  std::uint64_t max_connections = 0;               // accepted connections over this are closed at once;
+                                                   // 0 = derived from the descriptor limit (below)
 
   void register_options(config::option_table& t);
 };
+
+// max-connections when it is left at 0: never more than this, however high the descriptor limit.
+inline constexpr std::uint64_t max_connections_cap = 20000;
+// Descriptors kept out of the derivation for listeners, event loops, timers, logs and /proc reads.
+inline constexpr std::uint64_t fd_reserve = 64;
+
+// The connection cap in force. `configured` wins when it is not 0. Otherwise every proxied stream
+// holds two descriptors (its client and its upstream connection), so the cap is half of what the
+// soft RLIMIT_NOFILE leaves after fd_reserve, at most max_connections_cap and at least 1.
+// `fd_soft_limit` 0 means unknown (getrlimit failed): the cap is used. Pure.
+std::uint64_t effective_max_connections(std::uint64_t configured, std::uint64_t fd_soft_limit) noexcept;
 
 }  // namespace sluice::http

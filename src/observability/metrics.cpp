@@ -211,6 +211,12 @@ gateway_metrics::gateway_metrics(std::vector<std::string> upstream_names)
   memory_used_ = gauge("sluice_memory_used_bytes",
                        "Memory counted against the budget right now (what --shed-threshold is compared with).");
   connections_active_ = gauge("sluice_connections_active", "Open client connections.");
+  write_stalls_ = &prometheus::BuildCounter()
+                       .Name("sluice_write_stalls_total")
+                       .Help("Streams cut because the client accepted no byte for write-stall-timeout "
+                             "(their upstream request was closed).")
+                       .Register(registry_)
+                       .Add({});
 
   auto& bytes = prometheus::BuildCounter()
                     .Name("sluice_stream_bytes_total")

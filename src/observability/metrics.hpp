@@ -95,6 +95,8 @@ class gateway_metrics final : public prometheus::Collectable {
   prometheus::Gauge& stream_buffered_bytes() noexcept { return *stream_buffered_bytes_; }
   prometheus::Counter& stream_bytes_total(byte_direction d) noexcept { return *stream_bytes_[idx(d)]; }
   prometheus::Gauge& max_streams() noexcept { return *max_streams_; }  // the configured cap, set once
+  // Streams cut because their client accepted no byte for write-stall-timeout.
+  prometheus::Counter& write_stalls_total() noexcept { return *write_stalls_; }
 
   // Admission.
   prometheus::Gauge& queue_depth() noexcept { return *queue_depth_; }
@@ -138,6 +140,7 @@ class gateway_metrics final : public prometheus::Collectable {
   prometheus::Gauge* memory_budget_ = nullptr;
   prometheus::Gauge* memory_used_ = nullptr;
   prometheus::Gauge* connections_active_ = nullptr;
+  prometheus::Counter* write_stalls_ = nullptr;
   std::array<prometheus::Counter*, all_byte_directions.size()> stream_bytes_{};
   std::array<prometheus::Counter*, all_reject_reasons.size()> rejections_{};
   std::array<std::array<prometheus::Counter*, all_outcomes.size()>, all_routes.size()> requests_{};

@@ -67,6 +67,12 @@ std::size_t raise_fd_limit() {
   return rl.rlim_cur;
 }
 
+std::size_t fd_soft_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  return static_cast<std::size_t>(rl.rlim_cur);
+}
+
 std::size_t read_rss_bytes(int pid) {
   std::string path = pid == 0 ? "/proc/self/statm" : "/proc/" + std::to_string(pid) + "/statm";
   std::ifstream in(path);

@@ -55,6 +55,8 @@ std::size_t default_threads();
 // Raises the soft RLIMIT_NOFILE to the hard limit (thousands of streams need thousands of fds).
 // Returns the new soft limit.
 std::size_t raise_fd_limit();
+// The soft RLIMIT_NOFILE now (0 if it cannot be read; RLIM_INFINITY as a huge number).
+std::size_t fd_soft_limit();
 
 // Resident set size of a process (self when pid == 0), in bytes; 0 if unreadable.
 std::size_t read_rss_bytes(int pid = 0);

@@ -86,6 +86,7 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_memory_budget_bytes", "gauge"},
     {"sluice_memory_used_bytes", "gauge"},
     {"sluice_connections_active", "gauge"},
+    {"sluice_write_stalls_total", "counter"},
     {"sluice_requests_total", "counter"},
     {"sluice_request_duration_seconds", "histogram"},
     {"sluice_time_to_first_token_seconds", "histogram"},
