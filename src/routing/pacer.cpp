@@ -99,6 +99,15 @@ void pacer::observe(const ratelimit_headers& h, time_point now) {
   // sent since that response was produced are already charged here, not yet there).
   if (h.remaining_requests && requests_.limit > 0) requests_.level = std::min(requests_.level, *h.remaining_requests);
   if (h.remaining_tokens && tokens_.limit > 0) tokens_.level = std::min(tokens_.level, *h.remaining_tokens);
+  // "Full again in <reset>": refill at least that fast (a per-minute limit refills over a minute,
+  // but an upstream may say it recovers sooner).
+  auto pace_from = [](bucket& b, const std::optional<double>& remaining, const std::optional<duration>& reset) {
+    if (b.limit <= 0 || !remaining || !reset || reset->count() <= 0) return;
+    double s = std::chrono::duration<double>(*reset).count();
+    b.per_second = std::max(b.limit / 60.0, (b.limit - std::min(*remaining, b.limit)) / s);
+  };
+  pace_from(requests_, h.remaining_requests, h.reset_requests);
+  pace_from(tokens_, h.remaining_tokens, h.reset_tokens);
   if (h.retry_after) blocked_until_ = std::max(blocked_until_, now + *h.retry_after);
 }
 

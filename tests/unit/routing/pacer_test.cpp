@@ -168,3 +168,22 @@ TEST(Backoff, FullJitterStaysWithinTheExponentialCeiling) {
     EXPECT_GT(hi, ceiling * 9 / 10) << "and near the ceiling";
   }
 }
+
+TEST(Pacer, ResetHeaderSpeedsUpTheRefill) {
+  auto t = steady_clock::now();
+  pacer p(0, 0, t);
+  ratelimit_headers h;
+  h.limit_requests = 600;  // 10 a second by the minute rule
+  h.remaining_requests = 0;
+  h.reset_requests = 1s;   // but full again in one second
+  p.observe(h, t);
+  EXPECT_TRUE(p.wait_time(0, t));
+  EXPECT_NEAR(p.snapshot(t + 500ms).requests_available, 300, 1);
+  EXPECT_NEAR(p.snapshot(t + 1s).requests_available, 600, 1);
+  // A reset slower than the minute rule never slows the refill below limit/60.
+  h.remaining_requests = 0;
+  h.reset_requests = 10min;
+  pacer q(0, 0, t);
+  q.observe(h, t);
+  EXPECT_NEAR(q.snapshot(t + 1s).requests_available, 10, 0.01);
+}
