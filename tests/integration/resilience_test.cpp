@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -13,6 +15,7 @@
 
 #include "app/gateway.hpp"
 #include "sim/server.hpp"
+#include "process.hpp"
 #include "test_client.hpp"
 
 using namespace sluice;
@@ -338,4 +341,55 @@ TEST(Resilience, UsageIsAskedForAndStrippedWhenTokensArePaced) {
   ASSERT_EQ(asked.result_int(), 200u);
   EXPECT_NE(asked.body().find(R"("usage":{)"), std::string::npos) << "asked for: kept";
   EXPECT_EQ(metric(g.port, "sluice_usage_chunks_stripped_total"), 1);
+}
+
+TEST(Resilience, FailedActiveProbeTakesAnUpstreamOutOfRotation) {
+  sim_box good(sim_options());
+  auto dead = upstream_at("dead", "http://127.0.0.1:" + std::to_string(dead_port()), 1000000);
+  dead.probe = true;
+  auto go = gateway_options({dead, upstream_at("good", good.url())});
+  go.routing.probe_interval = 100ms;
+  gateway_box g(go);
+  ASSERT_LT(test::wait_until([&] { return metric(g.port, R"(sluice_upstream_healthy{upstream="dead"})") == 0; }, 3s),
+            3s);
+  for (int i = 0; i < 5; ++i) {
+    auto res = test::post_chat(g.port, false);
+    ASSERT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(header(res, "x-sluice-attempts"), "1") << "never tried: the probe already failed";
+    EXPECT_EQ(header(res, "x-sluice-upstream"), "good");
+  }
+  EXPECT_EQ(test::call(g.port, verb::get, "/readyz").result_int(), 200u) << "one upstream is still usable";
+}
+
+TEST(Resilience, UpstreamsFromTheConfigFileThroughTheBinary) {
+  sim_box a(sim_options({"model-a"}));
+  sim_box b(sim_options({"model-b"}));
+  char path[] = "/tmp/sluice-upstreams-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  {
+    std::ofstream f(path);
+    f << "upstreams:\n"
+      << "  - name: alpha\n    url: " << a.url() << "\n    models: [model-a]\n    key-env: ALPHA_KEY\n"
+      << "  - name: beta\n    url: " << b.url() << "\n    models: [model-b]\n    weight: 2\n"
+      << "max-attempts: 2\nrequest-timeout: 30s\n";
+  }
+  test::child_process gw({"serve", "--listen", "127.0.0.1:0", "--threads", "1", "--config", path},
+                         {"ALPHA_KEY=sk-alpha-planted", "OPENAI_API_KEY=sk-beta-planted"});
+  auto port = gw.wait_port();
+  ASSERT_TRUE(port.has_value()) << gw.output();
+  auto body = [](std::string model) {
+    return R"({"model":")" + model + R"(","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  };
+  auto ra = test::call(*port, verb::post, "/v1/chat/completions", body("model-a"));
+  EXPECT_EQ(ra.result_int(), 200u);
+  EXPECT_EQ(header(ra, "x-sluice-upstream"), "alpha");
+  auto rb = test::call(*port, verb::post, "/v1/chat/completions", body("model-b"));
+  EXPECT_EQ(rb.result_int(), 200u);
+  EXPECT_EQ(header(rb, "x-sluice-upstream"), "beta");
+  EXPECT_EQ(a.server.snapshot().requests_with_auth, 1u) << "each upstream got a key";
+  EXPECT_EQ(b.server.snapshot().requests_with_auth, 1u);
+  EXPECT_EQ(gw.output().find("planted"), std::string::npos) << "keys never logged";
+  ::unlink(path);
 }
