@@ -12,6 +12,7 @@ const bin = process.env.SLUICE_BIN ?? path.join(here, '..', '..', 'build', 'slui
 const UPSTREAM_KEY = 'sk-e2e-PLANTED-upstream-key-51d0';
 const procs = [];
 let baseURL;
+let simURL;
 let gatewayOutput = '';
 
 function start(args, env = {}) {
@@ -36,6 +37,7 @@ before(async () => {
   const gw = await start(['serve', '--listen', '127.0.0.1:0', '--threads', '2', '--upstream', `http://127.0.0.1:${sim.port}`],
     { OPENAI_API_KEY: UPSTREAM_KEY });
   baseURL = `http://127.0.0.1:${gw.port}/v1`;
+  simURL = `http://127.0.0.1:${sim.port}`;
   gatewayOutput = gw.output;
 });
 
@@ -102,6 +104,24 @@ test('an upstream failure mid-stream surfaces as an error, never a silent end', 
   await assert.rejects(async () => {
     for await (const _ of stream) { /* drain */ }
   }, (err) => err instanceof OpenAI.APIError);
+});
+
+test('a 429 burst upstream is absorbed: the SDK (its own retries off) just sees the stream', async () => {
+  // The next two completion requests the simulator gets are answered 429 with retry-after-ms 100.
+  const ctl = await fetch(`${simURL}/sim/control`, {
+    method: 'POST',
+    body: JSON.stringify({ script: [{ fault: '429', retry_after: '100ms' }, { fault: '429', retry_after: '100ms' }] }),
+  });
+  assert.equal(ctl.status, 200);
+  const { data: stream, response } = await client()
+    .chat.completions.create({ model: 'sim-1', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    .withResponse();
+  assert.equal(response.headers.get('x-sluice-attempts'), '3');
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.ok(text.length > 0);
+  const left = await (await fetch(`${simURL}/sim/control`)).json();
+  assert.equal(left.script_remaining, 0);
 });
 
 test('the upstream key never appears in the gateway output', () => {
