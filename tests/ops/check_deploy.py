@@ -23,7 +23,8 @@ def check(name, fn):
 
 
 # --- metric names -------------------------------------------------------------------------------
-metrics_cpp = (root / "src/observability/metrics.cpp").read_text()
+# The gateway's own metrics struct, plus the per-upstream collectable of the routing layer.
+metrics_cpp = "".join((root / f).read_text() for f in ("src/observability/metrics.cpp", "src/proxy/upstream_metrics.cpp"))
 declared = set(re.findall(r'"(sluice_[a-z0-9_]+)"', metrics_cpp))
 process = {"process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_virtual_memory_bytes",
            "process_resident_memory_bytes", "process_start_time_seconds"}

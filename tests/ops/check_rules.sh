@@ -38,6 +38,10 @@ else
     'SluiceUpstreamErrors rate floor|s/(sluice_upstream_requests_total\[5m\])) > 0\.1/(sluice_upstream_requests_total[5m])) > 0/'
     'SluiceUpstreamErrors for 5m|/alert: SluiceUpstreamErrors/,/for:/ s/for: 5m/for: 1m/'
     'SluiceDown job filter|s/up{job="sluice"} == 0/up == 0/'
+    'SluiceUpstreamCircuitOpen half-open counts|s/(sluice_upstream_circuit_state\[2m\])) == 2/(sluice_upstream_circuit_state[2m])) >= 1/'
+    'SluiceUpstreamCircuitOpen over time|s/(max_over_time(sluice_upstream_circuit_state\[2m\]))/(sluice_upstream_circuit_state)/'
+    'SluiceUpstreamCircuitOpen for 5m|/alert: SluiceUpstreamCircuitOpen/,/for:/ s/for: 5m/for: 1m/'
+    'SluiceEngineSaturated for 10m|/alert: SluiceEngineSaturated/,/for:/ s/for: 10m/for: 2m/'
   )
   for m in "${mutants[@]}"; do
     name=${m%%|*}
