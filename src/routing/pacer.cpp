@@ -104,7 +104,10 @@ void pacer::observe(const ratelimit_headers& h, time_point now) {
   auto pace_from = [](bucket& b, const std::optional<double>& remaining, const std::optional<duration>& reset) {
     if (b.limit <= 0 || !remaining || !reset || reset->count() <= 0) return;
     double s = std::chrono::duration<double>(*reset).count();
-    b.per_second = std::max(b.limit / 60.0, (b.limit - std::min(*remaining, b.limit)) / s);
+    double said = (b.limit - std::min(*remaining, b.limit)) / s;
+    // Within 10% of the per-minute rate is rounding in the reset text, not a faster upstream:
+    // erring fast by a hair would let a request through that the upstream then refuses.
+    b.per_second = said > 1.1 * b.limit / 60.0 ? said : b.limit / 60.0;
   };
   pace_from(requests_, h.remaining_requests, h.reset_requests);
   pace_from(tokens_, h.remaining_tokens, h.reset_tokens);
