@@ -101,6 +101,26 @@ task<bool> handler::send_error(const error& e, http::connection& conn, unsigned 
   co_return w.has_value() && keep_alive;
 }
 
+namespace {
+constexpr std::string_view path_of(api which) {
+  switch (which) {
+    case api::completions: return "/v1/completions";
+    case api::responses: return "/v1/responses";
+    case api::chat_completions: break;
+  }
+  return "/v1/chat/completions";
+}
+
+std::string_view path_without_query(const http::request& req) {
+  std::string_view target = req.target();
+  if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  return target;
+}
+}  // namespace
+
+// The request story starts here. Kept to a dispatch with a small coroutine frame: this frame, like
+// every frame on the way to the relay, lives as long as the stream (GCC gives every temporary of
+// every co_await its own slot), so the branches with many awaits live in their own coroutines.
 task<bool> handler::handle(http::request req, http::connection& conn) {
   story st;
   if (auto it = req.find("x-request-id"); it != req.end() && is_sane_request_id(it->value()))
@@ -109,8 +129,54 @@ task<bool> handler::handle(http::request req, http::connection& conn) {
     st.request_id = generate_request_id();
   st.bytes_in = req.body().size();
 
-  std::string_view target = req.target();
-  if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  std::string_view target = path_without_query(req);
+  api which = api::chat_completions;
+  if (target == "/v1/completions") which = api::completions;
+  else if (target == "/v1/responses") which = api::responses;
+  else if (target != "/v1/chat/completions") co_return co_await handle_other(req, conn, st);
+  co_return co_await handle_completion(req, conn, st, which);
+}
+
+std::optional<error> handler::prepare_completion(http::request& req, story& st, api which) {
+  st.route = which == api::completions ? obs::route::completions
+             : which == api::responses ? obs::route::responses
+                                       : obs::route::chat_completions;
+  if (req.method() != bhttp::verb::post)
+    return error::make(errc::method_not_allowed, "Method " + std::string(req.method_string()) + " is not allowed on " +
+                                                     std::string(path_of(which)) + "; use POST.");
+  auto parse_start = runtime::steady::now();
+  auto summary = validate_request(which, req.body());
+  double parse_s = seconds_since(parse_start);
+  cfg_.svc.metrics.gateway().overhead_seconds(obs::stage::parse).observe(parse_s);
+  st.overhead_seconds += parse_s;
+  if (!summary) return summary.err();
+  st.model = summary->model;
+  st.stream = summary->stream;
+  st.which = which;
+  st.include_usage = summary->include_usage;
+  // Paced cost before sending: about 4 bytes per prompt token, plus what the answer may use.
+  st.token_estimate = summary->prompt_chars / 4 + (summary->max_tokens ? summary->max_tokens : default_answer_tokens);
+  if (cfg_.schemas) {  // structured outputs: policy + compiled schema, a 400 before anything goes upstream
+    auto contract = make_output_contract(which, std::move(summary->output_schema),
+                                         {req[schema_policy_header], req[schema_events_header]}, *cfg_.schema,
+                                         *cfg_.schemas);
+    if (!contract) return contract.err();
+    st.contract = std::move(*contract);
+  }
+  return std::nullopt;
+}
+
+task<bool> handler::handle_completion(http::request& req, http::connection& conn, story& st, api which) {
+  std::optional<error> refused = prepare_completion(req, st, which);
+  const bool keep = keep_alive(req);
+  if (refused) co_return co_await send_error(*refused, conn, req.version(), keep, st);
+  auto ticket = co_await admit(req, conn, st, keep);
+  if (!ticket) co_return false;  // refused (answered) or the client left while queued
+  co_return co_await forward(req, conn, std::string(path_of(which)), st);
+}
+
+task<bool> handler::handle_other(http::request& req, http::connection& conn, story& st) {
+  std::string_view target = path_without_query(req);
   const bool keep = keep_alive(req);
   const unsigned version = req.version();
   const auto method = req.method();
@@ -152,37 +218,6 @@ task<bool> handler::handle(http::request req, http::connection& conn) {
     st.route = obs::route::models;
     if (auto e = wrong_method(bhttp::verb::get, "GET")) co_return co_await send_error(*e, conn, version, keep, st);
     co_return co_await forward(req, conn, "/v1/models", st);
-  }
-  if (target == "/v1/chat/completions" || target == "/v1/completions" || target == "/v1/responses") {
-    const api which = target == "/v1/completions" ? api::completions
-                      : target == "/v1/responses" ? api::responses
-                                                  : api::chat_completions;
-    st.route = which == api::completions ? obs::route::completions
-               : which == api::responses ? obs::route::responses
-                                         : obs::route::chat_completions;
-    if (auto e = wrong_method(bhttp::verb::post, "POST")) co_return co_await send_error(*e, conn, version, keep, st);
-    auto parse_start = runtime::steady::now();
-    auto summary = validate_request(which, req.body());
-    double parse_s = seconds_since(parse_start);
-    cfg_.svc.metrics.gateway().overhead_seconds(obs::stage::parse).observe(parse_s);
-    st.overhead_seconds += parse_s;
-    if (!summary) co_return co_await send_error(summary.err(), conn, version, keep, st);
-    st.model = summary->model;
-    st.stream = summary->stream;
-    st.which = which;
-    st.include_usage = summary->include_usage;
-    // Paced cost before sending: about 4 bytes per prompt token, plus what the answer may use.
-    st.token_estimate = summary->prompt_chars / 4 + (summary->max_tokens ? summary->max_tokens : default_answer_tokens);
-    if (cfg_.schemas) {  // structured outputs: policy + compiled schema, a 400 before anything goes upstream
-      auto contract = make_output_contract(which, std::move(summary->output_schema),
-                                           {req[schema_policy_header], req[schema_events_header]}, *cfg_.schema,
-                                           *cfg_.schemas);
-      if (!contract) co_return co_await send_error(contract.err(), conn, version, keep, st);
-      st.contract = std::move(*contract);
-    }
-    auto ticket = co_await admit(req, conn, st, keep);
-    if (!ticket) co_return false;  // refused (answered) or the client left while queued
-    co_return co_await forward(req, conn, std::string(target), st);
   }
   co_return co_await send_error(
       error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +

@@ -7,6 +7,7 @@
 
 #include "http/server.hpp"
 #include "proxy/options.hpp"
+#include "proxy/relay.hpp"
 #include "proxy/request_validation.hpp"
 #include "proxy/services.hpp"
 #include "proxy/structured_output.hpp"
@@ -84,6 +85,10 @@ class handler final : public http::request_handler {
   void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
 
  private:
+  task<bool> handle_completion(http::request& req, http::connection& conn, story& st, api which);
+  task<bool> handle_other(http::request& req, http::connection& conn, story& st);
+  // Method, body validation and the structured-output contract of a completion request; fills `st`.
+  std::optional<error> prepare_completion(http::request& req, story& st, api which);
   task<bool> forward(http::request& req, http::connection& conn, std::string path, story& st);
   // Picks an upstream, sends, classifies, and retries / fails over what is safe to retry, until
   // `x` holds an answer to pass on or a failure to report (handler_forward.cpp).
@@ -94,6 +99,9 @@ class handler final : public http::request_handler {
   task<void> sleep_for(duration d, http::connection& conn);
   task<bool> relay_stream(exchange& x, http::connection& conn, std::string_view path, story& st, unsigned version,
                           bool keep);
+  task<bool> write_stream_head(exchange& x, http::connection& conn, story& st, unsigned version, bool keep);
+  // Metrics, the upstream's health and budget, and the log line of a finished stream.
+  bool account_stream(exchange& x, story& st, const relay_result& result, bool keep);
   task<bool> answer_whole(exchange& x, upstream::request& up_req, http::connection& conn, std::string_view path,
                           story& st, unsigned version, bool keep);
   task<bool> send_error(const error& e, http::connection& conn, unsigned version, bool keep_alive, story& st,

@@ -327,15 +327,18 @@ task<bool> handler::forward(http::request& req, http::connection& conn, std::str
     if (x.attempts) extra.set(attempts_header, std::to_string(x.attempts));
     co_return co_await send_error(*x.failure, conn, version, keep, st, std::nullopt, &extra);
   }
-  if (x.is_sse()) co_return co_await relay_stream(x, conn, path, st, version, keep);
+  if (x.is_sse()) {
+    // Nothing of either request is needed while the stream runs: give their headers back now
+    // (they would otherwise stay allocated for the stream's whole life).
+    req = http::request{};
+    up_req = upstream::request{};
+    x.alternate_body = std::string();
+    co_return co_await relay_stream(x, conn, path, st, version, keep);
+  }
   co_return co_await answer_whole(x, up_req, conn, path, st, version, keep);
 }
 
-task<bool> handler::relay_stream(exchange& x, http::connection& conn, std::string_view path, story& st,
-                                 unsigned version, bool keep) {
-  auto& m = cfg_.svc.metrics.gateway();
-  auto& up = *x.response;
-  auto& u = x.lease.upstream();
+task<bool> handler::write_stream_head(exchange& x, http::connection& conn, story& st, unsigned version, bool keep) {
   bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), version};
   head.set(bhttp::field::content_type, "text/event-stream");
   head.set(bhttp::field::cache_control, "no-cache");
@@ -343,20 +346,42 @@ task<bool> handler::relay_stream(exchange& x, http::connection& conn, std::strin
   head.set("x-request-id", st.request_id);
   head.set("x-sluice-overhead-ms", st.overhead_header());
   head.set(attempts_header, std::to_string(x.attempts));
-  head.set(upstream_header, u.spec.name);
-  for (const auto& f : up.head())
+  head.set(upstream_header, x.lease.upstream().spec.name);
+  for (const auto& f : x.response->head())
     if (passback(f.name_string())) head.set(f.name_string(), f.value());
   head.keep_alive(keep);
-  sse_relay relay(conn, up, cfg_.proxy, cfg_.svc, st.start);
+  auto w = co_await conn.write_head(head);
+  co_return w.has_value();
+}
+
+// Frames on the way to the relay live as long as the stream: the head is written by its own
+// coroutine, the accounting after it is a plain function, so this frame holds little but the relay.
+task<bool> handler::relay_stream(exchange& x, http::connection& conn, std::string_view path, story& st,
+                                 unsigned version, bool keep) {
+  sse_relay relay(conn, *x.response, cfg_.proxy, cfg_.svc, st.start);
   if (watchdog_) watchdog_->add(relay);
   relay.set_deadline(st.start + cfg_.router.settings().request_timeout);
   if (x.usage_injected) relay.strip_usage_chunk();
-  std::optional<stream_check> output_check;  // structured outputs, fed by the relay's own parse
-  if (st.contract && st.contract->checks_streams()) output_check.emplace(*st.contract);
-  if (output_check) relay.set_output_check(&*output_check);
+  std::unique_ptr<stream_check> output_check;  // structured outputs, fed by the relay's own parse
+  if (st.contract && st.contract->checks_streams()) {
+    output_check = std::make_unique<stream_check>(*st.contract);
+    relay.set_output_check(output_check.get());
+  }
   if (path == "/v1/responses") relay.end_on_response_completed();
-  auto result = co_await relay.run(head);
+  const bool head_written = co_await write_stream_head(x, conn, st, version, keep);
+  if (!head_written) {
+    x.response->abort();
+    relay_result gone;
+    gone.client_gone = true;
+    co_return account_stream(x, st, gone, keep);
+  }
+  co_await relay.run();
+  co_return account_stream(x, st, relay.result(), keep);
+}
 
+bool handler::account_stream(exchange& x, story& st, const relay_result& result, bool keep) {
+  auto& m = cfg_.svc.metrics.gateway();
+  auto& u = x.lease.upstream();
   // The upstream's health and budget: a stream that broke on the upstream's side counts against it.
   const auto now = runtime::steady::now();
   if (result.completed) {
@@ -401,7 +426,7 @@ task<bool> handler::relay_stream(exchange& x, http::connection& conn, std::strin
   rec.bytes_in = st.bytes_in;
   rec.bytes_out = result.bytes_out;
   obs::log_stream_completed(rec);
-  co_return keep && result.completed && !result.client_gone && !result.failure;
+  return keep && result.completed && !result.client_gone && !result.failure;
 }
 
 task<bool> handler::answer_whole(exchange& x, upstream::request& up_req, http::connection& conn,

@@ -40,32 +40,28 @@ void sse_relay::account_buffer() noexcept {
 }
 
 void sse_relay::on_tick(runtime::steady::time_point now) {
-  if (reset_reason_) return;
+  if (reset_message_) return;
   if (now >= deadline_) {
-    reset_reason_ = error::make(errc::upstream_timeout, "the request exceeded request-timeout while streaming");
+    reset_code_ = errc::upstream_timeout;
+    reset_message_ = "the request exceeded request-timeout while streaming";
   } else if (svc_.drain.cutting.load(std::memory_order_relaxed)) {
-    reset_reason_ = error::make(errc::overloaded, "the gateway is shutting down; retry the request");
+    reset_code_ = errc::overloaded;
+    reset_message_ = "the gateway is shutting down; retry the request";
   } else if (handle_ && handle_.reset_requested()) {
-    reset_reason_ = error::make(errc::overloaded, "the gateway is over its memory budget; retry the request");
+    reset_code_ = errc::overloaded;
+    reset_message_ = "the gateway is over its memory budget; retry the request";
   } else {
     return;
   }
   up_.abort();  // the pump's pending read fails at once and ends the stream in-band
 }
 
-task<relay_result> sse_relay::run(bhttp::response<bhttp::empty_body>& head) {
-  auto w = co_await client_.write_head(head);
-  if (!w) {
-    up_.abort();
-    res_.client_gone = true;
-    co_return res_;
-  }
+task<void> sse_relay::run() {
   // The pump and the watcher race: whichever ends first cancels the other.
   client_.rearm();
   co_await (pump() || watch_client());
   client_.rearm();
   res_.bytes_out = client_.bytes_written();
-  co_return res_;
 }
 
 task<void> sse_relay::watch_client() {
@@ -86,7 +82,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
   if (ev.data == "[DONE]") {
     if (check_) {  // structured outputs: the document must be complete; the verdict goes before [DONE]
       if (auto e = check_->on_done()) {
-        malformed_ = std::move(*e);
+        ending_ = std::move(*e);
         return false;
       }
       if (check_->emits_event()) verdict_at_ = good_end_;
@@ -100,13 +96,13 @@ bool sse_relay::on_event(const sse::event_view& ev) {
   error_code ec;
   json::value v = json::parse(ev.data, ec, &mr);
   if (ec || !v.is_object()) {
-    malformed_ = error::make(errc::upstream_protocol, "upstream sent a malformed stream event (not JSON)");
+    ending_ = error::make(errc::upstream_protocol, "upstream sent a malformed stream event (not JSON)");
     return false;
   }
   const auto& obj = v.get_object();
   if (check_) {  // structured outputs: the same parse feeds the schema check
     if (auto e = check_->on_event(obj)) {
-      malformed_ = std::move(*e);
+      ending_ = std::move(*e);
       return false;
     }
   }
@@ -157,10 +153,11 @@ bool sse_relay::on_event(const sse::event_view& ev) {
   return true;
 }
 
-task<void> sse_relay::fail_in_band(error e) {
+task<void> sse_relay::fail_in_band() {
   // An in-band error event, then a clean end of the chunked body; never [DONE].
-  std::string event = sse::format_event(http::error_body(e));
-  res_.failure = std::move(e);
+  std::string event = sse::format_event(http::error_body(*ending_));
+  res_.failure = std::move(ending_);
+  ending_.reset();
   auto w = co_await client_.write_chunk(event);
   if (w) w = co_await client_.finish_chunks();
   if (!w) res_.client_gone = true;
@@ -178,67 +175,99 @@ task<void> sse_relay::pump() {
   client_.cancel();  // ends the watcher's wait, if the race has not already done so
 }
 
+// The small coroutines below keep the frame of pump_events (alive for the whole stream, one per
+// open stream) small: GCC gives every temporary of every co_await expression its own slot in the
+// frame, so the loop itself awaits only bool-returning helpers.
+
+task<bool> sse_relay::read_more(std::size_t& n) {
+  auto r = co_await up_.read_some(buf_.free_data(), buf_.free_size());
+  if (!r) {
+    if (reset_message_) ending_ = error::make(reset_code_, reset_message_);
+    else ending_ = std::move(r).err();
+    co_return false;
+  }
+  n = *r;
+  co_return true;
+}
+
+task<bool> sse_relay::put(std::size_t from, std::size_t n) {
+  auto w = co_await client_.write_chunk(buf_.view(from, n));
+  co_return w.has_value();
+}
+
+task<bool> sse_relay::finish_body() {
+  auto w = co_await client_.finish_chunks();
+  co_return w.has_value();
+}
+
 task<void> sse_relay::pump_events() {
   while (true) {
-    std::size_t room = buf_.free_size();
-    if (room == 0) {  // cannot happen: the parser's event bound equals the buffer bound
-      co_await fail_in_band(error::make(errc::upstream_protocol, "stream buffer exhausted"));
+    if (buf_.free_size() == 0) {  // cannot happen: the parser's event bound equals the buffer bound
+      ending_ = error::make(errc::upstream_protocol, "stream buffer exhausted");
       break;
     }
     account_buffer();
-    auto n = co_await up_.read_some(buf_.free_data(), room);
+    std::size_t n = 0;
+    const bool got = co_await read_more(n);
     if (res_.client_gone) break;
-    if (!n) {
-      error why = reset_reason_ ? *reset_reason_ : n.err();
-      co_await fail_in_band(std::move(why));
-      break;
-    }
+    if (!got) break;  // ending_ says why
     const auto handling_start = runtime::steady::now();
-    if (*n == 0) {  // upstream body complete
+    if (n == 0) {  // upstream body complete
       if (buf_.size() > 0) {  // whitespace or a final event without its blank line: pass it on
-        auto w = co_await client_.write_chunk(buf_.view(0, buf_.size()));
-        if (!w) { res_.client_gone = true; break; }
+        const bool sent = co_await put(0, buf_.size());
+        if (!sent) {
+          res_.client_gone = true;
+          break;
+        }
         buf_.consume(buf_.size());
       }
       if (saw_done_ || saw_error_event_) {
         if (saw_done_) {  // structured outputs: the verdict event at the end (Responses API)
-          auto v = co_await write_verdict_event();
-          if (!v) { res_.client_gone = true; break; }
+          const bool sent = co_await write_verdict_event();
+          if (!sent) {
+            res_.client_gone = true;
+            break;
+          }
         }
-        auto w = co_await client_.finish_chunks();
-        if (!w) { res_.client_gone = true; break; }
+        const bool ended = co_await finish_body();
+        if (!ended) {
+          res_.client_gone = true;
+          break;
+        }
         res_.completed = saw_done_;
         if (saw_error_event_ && !saw_done_)
           res_.failure = error::make(errc::upstream_status, "upstream sent an error event");
       } else {
-        std::string missing = responses_end_ ? "response.completed" : "[DONE]";
-        co_await fail_in_band(error::make(errc::upstream_protocol, "upstream ended the stream without " + missing));
+        ending_ = error::make(errc::upstream_protocol, responses_end_
+                                                           ? "upstream ended the stream without response.completed"
+                                                           : "upstream ended the stream without [DONE]");
       }
       break;
     }
     std::size_t start = buf_.size();
-    buf_.commit(*n);
+    buf_.commit(n);
     good_end_ = 0;
     chunk_start_ = start;
-    auto boundary = parser_.feed(buf_.view(start, *n), [this](const sse::event_view& ev) { return on_event(ev); });
-    if (!boundary || malformed_) {
+    auto boundary = parser_.feed(buf_.view(start, n), [this](const sse::event_view& ev) { return on_event(ev); });
+    if (!boundary || ending_) {
       // Forward every complete good event before the bad one, then the error.
-      std::size_t upto = start + good_end_;
+      if (!ending_) ending_ = boundary.err();
       if (good_end_ > 0) {
-        auto w = co_await client_.write_chunk(buf_.view(0, upto));
-        if (!w) { res_.client_gone = true; break; }
+        const bool sent = co_await put(0, start + good_end_);
+        if (!sent) {
+          res_.client_gone = true;
+          ending_.reset();
+          break;
+        }
       }
       up_.abort();
-      // Picked in its own statement: GCC 12 evaluates both arms of a ?: inside a co_await argument.
-      error why = malformed_ ? *malformed_ : boundary.err();
-      co_await fail_in_band(std::move(why));
       break;
     }
     if (*boundary != sse::parser::npos) {
       std::size_t upto = start + *boundary;
       res_.relay_overhead_seconds += std::chrono::duration<double>(runtime::steady::now() - handling_start).count();
-      auto w = co_await write_events(start, upto);
-      if (!w) {
+      const bool sent = co_await write_events(start, upto);
+      if (!sent) {
         res_.client_gone = true;
         up_.abort();
         break;
@@ -246,19 +275,21 @@ task<void> sse_relay::pump_events() {
       buf_.consume(upto);
     }
   }
+  if (ending_ && !res_.client_gone) co_await fail_in_band();
 }
 
 // --- structured outputs: the verdict event (annotate, opted in) -------------------------------
 
-task<result<void>> sse_relay::write_verdict_event() {
-  if (!check_ || verdict_sent_) co_return ok;
+task<bool> sse_relay::write_verdict_event() {
+  if (!check_ || verdict_sent_) co_return true;
   verdict_sent_ = true;
   std::string event = check_->final_event();
-  if (event.empty()) co_return ok;
-  co_return co_await client_.write_chunk(event);
+  if (event.empty()) co_return true;
+  auto w = co_await client_.write_chunk(event);
+  co_return w.has_value();
 }
 
-task<result<void>> sse_relay::write_events(std::size_t chunk_start, std::size_t upto) {
+task<bool> sse_relay::write_events(std::size_t chunk_start, std::size_t upto) {
   // The bytes [0, upto) of buf_ go out, except a stripped usage chunk [drop_from_, drop_to_), with
   // the structured-output verdict event spliced in right before [DONE] when one is due. [DONE]
   // starts right after the last good event of this chunk, or at the buffer's start when it is the
@@ -280,22 +311,25 @@ task<result<void>> sse_relay::write_events(std::size_t chunk_start, std::size_t 
   std::size_t first_end = split != sse::parser::npos && split < from ? split : from;
   if (first_end > 0) {
     auto w = co_await client_.write_chunk(buf_.view(0, first_end));
-    if (!w) co_return w;
+    if (!w) co_return false;
   }
   std::size_t pos = first_end;
   if (pos == from) pos = to;
   if (split != sse::parser::npos) {
     if (split > pos) {
       auto w = co_await client_.write_chunk(buf_.view(pos, split - pos));
-      if (!w) co_return w;
+      if (!w) co_return false;
       pos = split;
     }
-    auto v = co_await write_verdict_event();
-    if (!v) co_return v;
+    const bool v = co_await write_verdict_event();
+    if (!v) co_return false;
     if (pos == from) pos = to;
   }
-  if (upto > pos) co_return co_await client_.write_chunk(buf_.view(pos, upto - pos));
-  co_return ok;
+  if (upto > pos) {
+    auto w = co_await client_.write_chunk(buf_.view(pos, upto - pos));
+    co_return w.has_value();
+  }
+  co_return true;
 }
 
 }  // namespace sluice::proxy

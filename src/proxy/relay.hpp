@@ -43,8 +43,9 @@ class sse_relay : public runtime::watchdog::item {
             runtime::steady::time_point request_start);
   ~sse_relay() override;
 
-  // Writes `head` (chunked) and relays the body. Never throws on I/O errors.
-  task<relay_result> run(bhttp::response<bhttp::empty_body>& head);
+  // Relays the body; the chunked head has been written already. Never throws on I/O errors.
+  task<void> run();
+  const relay_result& result() const noexcept { return res_; }
 
   std::size_t buffered_bytes() const noexcept { return buf_.size(); }
   // Structured outputs (structured_output.hpp): each event's parsed object goes to `check`, which
@@ -63,12 +64,16 @@ class sse_relay : public runtime::watchdog::item {
   task<void> pump();
   task<void> pump_events();
   task<void> watch_client();
-  task<void> fail_in_band(error e);
+  // Writes ending_ as an in-band error event and ends the body.
+  task<void> fail_in_band();
+  task<bool> read_more(std::size_t& n);  // false: ending_ says why
+  task<bool> put(std::size_t from, std::size_t n);
+  task<bool> finish_body();
   // Checks one event; false stops the parse (malformed payload).
   bool on_event(const sse::event_view& ev);
   // Writes buf_[0, upto), with the structured-output verdict event spliced in before [DONE].
-  task<result<void>> write_events(std::size_t chunk_start, std::size_t upto);
-  task<result<void>> write_verdict_event();
+  task<bool> write_events(std::size_t chunk_start, std::size_t upto);
+  task<bool> write_verdict_event();
   // Keeps the buffered-bytes gauge and the stream registry in step with the buffer.
   void account_buffer() noexcept;
 
@@ -80,13 +85,15 @@ class sse_relay : public runtime::watchdog::item {
   admission::stream_handle handle_;
   std::uint64_t accounted_bytes_ = 0;
   runtime::steady::time_point last_content_{};
-  std::optional<error> reset_reason_;  // set when the gateway itself ends the stream
+  // Set when the gateway itself ends the stream (deadline, drain, memory): a static message.
+  errc reset_code_ = errc::overloaded;
+  const char* reset_message_ = nullptr;
+  std::optional<error> ending_;  // why the stream is ending with an in-band error (also: malformed event)
   stream_buffer buf_;
   sse::parser parser_;
   relay_result res_;
   bool saw_done_ = false;
   bool saw_error_event_ = false;
-  std::optional<error> malformed_;
   stream_check* check_ = nullptr;            // structured outputs; null when not checked
   bool responses_end_ = false;
   std::size_t verdict_at_ = sse::parser::npos;  // within the chunk: where the verdict event goes
