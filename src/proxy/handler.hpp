@@ -99,6 +99,7 @@ class handler final : public http::request_handler {
   task<void> sleep_for(duration d, http::connection& conn);
   task<bool> relay_stream(exchange& x, http::connection& conn, std::string_view path, story& st, unsigned version,
                           bool keep);
+  task<bool> send_failure(exchange& x, http::connection& conn, story& st, unsigned version, bool keep);
   task<bool> write_stream_head(exchange& x, http::connection& conn, story& st, unsigned version, bool keep);
   // Metrics, the upstream's health and budget, and the log line of a finished stream.
   bool account_stream(exchange& x, story& st, const relay_result& result, bool keep);

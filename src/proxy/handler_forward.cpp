@@ -322,11 +322,7 @@ task<bool> handler::forward(http::request& req, http::connection& conn, std::str
     x.alternate_body.clear();
     x.alternate_body.shrink_to_fit();
   }
-  if (!x.response) {
-    bhttp::fields extra = std::move(x.failure_headers);
-    if (x.attempts) extra.set(attempts_header, std::to_string(x.attempts));
-    co_return co_await send_error(*x.failure, conn, version, keep, st, std::nullopt, &extra);
-  }
+  if (!x.response) co_return co_await send_failure(x, conn, st, version, keep);
   if (x.is_sse()) {
     // Nothing of either request is needed while the stream runs: give their headers back now
     // (they would otherwise stay allocated for the stream's whole life).
@@ -336,6 +332,12 @@ task<bool> handler::forward(http::request& req, http::connection& conn, std::str
     co_return co_await relay_stream(x, conn, path, st, version, keep);
   }
   co_return co_await answer_whole(x, up_req, conn, path, st, version, keep);
+}
+
+task<bool> handler::send_failure(exchange& x, http::connection& conn, story& st, unsigned version, bool keep) {
+  bhttp::fields extra = std::move(x.failure_headers);
+  if (x.attempts) extra.set(attempts_header, std::to_string(x.attempts));
+  co_return co_await send_error(*x.failure, conn, version, keep, st, std::nullopt, &extra);
 }
 
 task<bool> handler::write_stream_head(exchange& x, http::connection& conn, story& st, unsigned version, bool keep) {
