@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -36,15 +37,19 @@ std::uint64_t splitmix(std::uint64_t& state) noexcept {
 
 }  // namespace
 
-generator::generator(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size)
+generator::generator(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size,
+                     std::uint32_t choice)
     : kind_(req.kind),
       include_usage_(req.include_usage),
       cut_(req.max_tokens && *req.max_tokens < tokens),
+      choice_(choice),
       count_(cut_ ? *req.max_tokens : tokens),
       token_size_(token_size),
       prompt_tokens_(req.prompt_tokens),
-      state_(req.hash),
-      start_state_(req.hash) {
+      created_(0),
+      state_(choice == 0 ? req.hash : req.hash ^ (0x9e3779b97f4a7c15ull * choice)),
+      usage_tokens_(count_),
+      start_state_(state_) {
   // Ids and `created` come from the request hash, never a counter or the clock, so that repeated
   // identical requests are byte-identical.
   std::uint64_t idstate = req.hash ^ 0x1d1d1d1dull;
@@ -90,7 +95,9 @@ void generator::append_token_text(std::string& out) {
 
 void generator::append_chunk_open(std::string& j) const {
   j.assign(head_);
-  j += "\"choices\":[{\"index\":0,";
+  j += "\"choices\":[{\"index\":";
+  append_uint(j, choice_);
+  j += ',';
 }
 
 void generator::append_chunk_close(std::string& j, std::string_view finish) const {
@@ -137,9 +144,9 @@ void generator::append_usage_object(std::string& j) const {
   j += "\"usage\":{\"prompt_tokens\":";
   append_uint(j, prompt_tokens_);
   j += ",\"completion_tokens\":";
-  append_uint(j, count_);
+  append_uint(j, usage_tokens_);
   j += ",\"total_tokens\":";
-  append_uint(j, prompt_tokens_ + count_);
+  append_uint(j, prompt_tokens_ + usage_tokens_);
   j += '}';
 }
 
@@ -171,39 +178,90 @@ std::string generator::full_text() const {
 
 std::string generator::body() {
   if (kind_ == api::responses) return response_body();
-  std::string text;
-  text.reserve(count_ * token_size_);
-  for (std::uint64_t i = 0; i < count_; ++i) append_token_text(text);
-  std::string j = "{\"id\":\"" + id_ + "\",\"object\":\"";
-  j += kind_ == api::chat ? "chat.completion" : "text_completion";
+  return whole_body(std::span<generator>(this, 1));
+}
+
+std::string generator::whole_body(std::span<generator> choices) {
+  generator& g0 = choices.front();
+  std::string j = "{\"id\":\"" + g0.id_ + "\",\"object\":\"";
+  j += g0.kind_ == api::chat ? "chat.completion" : "text_completion";
   j += "\",\"created\":";
-  append_uint(j, created_);
-  j += head_.substr(head_.find(",\"model\":"));
-  if (kind_ == api::chat) {
-    j += "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"";
-    j += text;
-    j += "\",\"refusal\":null}";
-  } else {
-    j += "\"choices\":[{\"text\":\"";
-    j += text;
-    j += "\",\"index\":0";
+  append_uint(j, g0.created_);
+  j += g0.head_.substr(g0.head_.find(",\"model\":"));
+  j += "\"choices\":[";
+  std::uint64_t total = 0;
+  for (std::size_t c = 0; c < choices.size(); ++c) {
+    generator& g = choices[c];
+    std::string text;
+    text.reserve(g.count_ * g.token_size_);
+    for (std::uint64_t i = 0; i < g.count_; ++i) g.append_token_text(text);
+    total += g.count_;
+    if (c) j += ',';
+    if (g.kind_ == api::chat) {
+      j += "{\"index\":";
+      append_uint(j, g.choice_);
+      j += ",\"message\":{\"role\":\"assistant\",\"content\":\"";
+      j += text;
+      j += "\",\"refusal\":null}";
+    } else {
+      j += "{\"text\":\"";
+      j += text;
+      j += "\",\"index\":";
+      append_uint(j, g.choice_);
+    }
+    j += ",\"logprobs\":null,\"finish_reason\":\"";
+    j += g.finish_reason();
+    j += "\"}";
   }
-  j += ",\"logprobs\":null,\"finish_reason\":\"";
-  j += finish_reason();
-  j += "\"}],";
-  append_usage_object(j);
+  j += "],";
+  g0.usage_tokens_ = total;
+  g0.append_usage_object(j);
   j += '}';
   return j;
 }
 
+choice_set::choice_set(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size,
+                       const std::optional<std::string>& content, const std::vector<std::string>& per_choice) {
+  const std::uint32_t n = req.kind == api::responses ? 1 : std::max<std::uint32_t>(req.n, 1);
+  gens_.reserve(n);
+  std::uint64_t total = 0;
+  for (std::uint32_t c = 0; c < n; ++c) {
+    const std::string* text = content ? &*content : nullptr;
+    if (!per_choice.empty()) text = &per_choice[std::min<std::size_t>(c, per_choice.size() - 1)];
+    const std::uint64_t t = text ? (text->size() + token_size - 1) / token_size : tokens;
+    generator& g = gens_.emplace_back(req, t, token_size, c);
+    if (text) g.use_content(*text);
+    steps_ = std::max(steps_, g.completion_tokens());
+    total += g.completion_tokens();
+  }
+  gens_.front().set_usage_tokens(total);
+}
+
+void choice_set::append_role_chunks(std::string& out) {
+  for (auto& g : gens_) g.append_role_chunk(out);
+}
+
+void choice_set::append_step(std::string& out, std::uint64_t i) {
+  for (auto& g : gens_) {
+    if (i < g.completion_tokens()) g.append_token_chunk(out);
+    else if (i == g.completion_tokens()) g.append_finish_chunk(out);
+  }
+}
+
+void choice_set::append_usage_chunk(std::string& out) { gens_.front().append_usage_chunk(out); }
+
+std::string choice_set::body() {
+  if (!gens_.front().has_done_marker()) return gens_.front().body();  // the Responses API
+  return generator::whole_body(gens_);
+}
+
 std::string render_stream(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size) {
-  generator g(req, tokens, token_size);
+  choice_set choices(req, tokens, token_size);
   std::string out;
-  if (g.has_role_chunk()) g.append_role_chunk(out);
-  for (std::uint64_t i = 0; i < g.completion_tokens(); ++i) g.append_token_chunk(out);
-  g.append_finish_chunk(out);
-  if (req.include_usage) g.append_usage_chunk(out);
-  if (g.has_done_marker()) generator::append_done(out);
+  if (choices.has_role_chunk()) choices.append_role_chunks(out);
+  for (std::uint64_t i = 0; i <= choices.steps(); ++i) choices.append_step(out, i);
+  if (req.include_usage) choices.append_usage_chunk(out);
+  if (choices.has_done_marker()) generator::append_done(out);
   return out;
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +18,9 @@ namespace sluice::sim {
 
 class generator {
  public:
-  generator(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size);
+  // `choice`: this generator's choice index (n > 1); choice 0 is exactly the single-choice answer,
+  // the others draw their words from the same hash mixed with their index.
+  generator(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size, std::uint32_t choice = 0);
 
   // Tokens this response carries: the configured count, capped by max_tokens.
   std::uint64_t completion_tokens() const noexcept { return count_; }
@@ -45,6 +49,10 @@ class generator {
 
   // The whole non-stream body (chat.completion or text_completion, with usage).
   std::string body();
+  // The same with every generator's choice in `choices` (chat, completions); usage counts them all.
+  static std::string whole_body(std::span<generator> choices);
+  // usage.completion_tokens when this generator's usage chunk stands for several choices.
+  void set_usage_tokens(std::uint64_t n) noexcept { usage_tokens_ = n; }
 
   // Appends the next token's text (exactly token_size bytes, JSON-safe ASCII; with use_content, the
   // next slice of that text, JSON-escaped).
@@ -71,7 +79,9 @@ class generator {
   api kind_;
   bool include_usage_;
   bool cut_;
+  std::uint32_t choice_;
   std::uint64_t count_, token_size_, prompt_tokens_, created_, state_;
+  std::uint64_t usage_tokens_;
   std::uint64_t start_state_;
   const std::string* content_ = nullptr;  // x-sim-content text, or null for generated words
   std::size_t content_pos_ = 0;
@@ -79,6 +89,34 @@ class generator {
   std::string id_;
   std::string head_;   // `{"id":...,"model":...,` shared by every chunk of this response
   std::string json_;   // scratch for one event's JSON, reused
+};
+
+// The choices of one response: one generator per index 0..n-1 (the Responses API has one). Each
+// outputs `content` when given, or with `per_choice` non-empty its element i (the last one past its
+// end); the texts must outlive this. Token counts (and so finish reasons) are per choice.
+class choice_set {
+ public:
+  choice_set(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size,
+             const std::optional<std::string>& content = std::nullopt,
+             const std::vector<std::string>& per_choice = {});
+
+  std::size_t size() const noexcept { return gens_.size(); }
+  generator& front() noexcept { return gens_.front(); }
+  std::uint64_t steps() const noexcept { return steps_; }  // the longest choice's token count
+  bool has_role_chunk() const noexcept { return gens_.front().has_role_chunk(); }
+  bool has_done_marker() const noexcept { return gens_.front().has_done_marker(); }
+
+  // The stream, as OpenAI interleaves it: a role chunk per choice, then for step i in 0..steps()
+  // each choice's token i (a chunk carrying its `index`), or its finish chunk at the step its tokens
+  // ran out; then the usage chunk (all choices' tokens) and [DONE].
+  void append_role_chunks(std::string& out);
+  void append_step(std::string& out, std::uint64_t i);
+  void append_usage_chunk(std::string& out);
+  std::string body();  // the whole answer with every choice
+
+ private:
+  std::vector<generator> gens_;
+  std::uint64_t steps_ = 0;
 };
 
 // Every event of a stream concatenated, as the simulator would send it without faults.

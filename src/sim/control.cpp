@@ -62,7 +62,17 @@ result<script_entry> parse_entry(const json::value& v, std::size_t index, const 
     const std::string param = where + "." + std::string(key);
     if (!f) return bad(param, "unknown field");
     std::string& out = e.*(f->entry);
-    if (value.is_string()) {
+    if (f->entry == &script_entry::content && value.is_array()) {  // one text per choice
+      const auto& texts = value.get_array();
+      if (texts.empty() || texts.size() > max_choices)
+        return bad(param, "expected 1.." + std::to_string(max_choices) + " strings, one per choice");
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        if (!texts[i].is_string() || texts[i].get_string().empty())
+          return bad(param + "[" + std::to_string(i) + "]", "expected a non-empty string");
+        e.choice_contents.emplace_back(texts[i].get_string());
+      }
+      out = e.choice_contents.front();
+    } else if (value.is_string()) {
       out = std::string(value.get_string());
       if (out.empty()) return bad(param, "must not be empty");
     } else if (auto n = whole_number(value); n && f->kind == field_kind::count) {
@@ -70,7 +80,8 @@ result<script_entry> parse_entry(const json::value& v, std::size_t index, const 
     } else {
       return bad(param, f->kind == field_kind::count  ? "expected a whole number"
                         : f->kind == field_kind::time ? "expected a duration with its unit, like \"2s\""
-                                                      : "expected a string");
+                        : f->entry == &script_entry::content ? "expected a string or an array of strings"
+                                                             : "expected a string");
     }
   }
   // Checked exactly as the headers it stands for would be, so a request never meets a bad entry.
@@ -103,6 +114,7 @@ void script_entry::apply(header_overrides& h) const {
     h.*(f.target) = v;
   }
   if (!content.empty()) h.content_b64 = {};  // the entry's text wins over the request's own
+  if (!choice_contents.empty()) h.choice_contents = &choice_contents;
 }
 
 result<control_update> parse_control(std::string_view body, const options& opts) {

@@ -158,6 +158,10 @@ result<request_settings> resolve_settings(const options& opts, const header_over
   } else if (!h.content.empty()) {
     s.content = std::string(h.content);
   }
+  if (h.choice_contents && !h.choice_contents->empty()) {
+    s.choice_contents = *h.choice_contents;
+    if (!s.content) s.content = s.choice_contents.front();
+  }
   if (s.content) s.tokens = (s.content->size() + s.token_size - 1) / s.token_size;
   return s;
 }
@@ -193,6 +197,15 @@ result<completion_request> parse_completion(api kind, std::string_view body, std
     auto m = positive_int(o, key);
     if (!m) return std::move(m).err();
     if (*m && (!r.max_tokens || **m < *r.max_tokens)) r.max_tokens = *m;
+  }
+
+  if (kind != api::responses) {  // the Responses API has no `n`
+    auto n = positive_int(o, "n");
+    if (!n) return std::move(n).err();
+    if (*n) {
+      if (**n > max_choices) return bad("n must be at most " + std::to_string(max_choices), "n");
+      r.n = static_cast<std::uint32_t>(**n);
+    }
   }
 
   std::uint64_t bytes = 0, overhead = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -25,6 +26,8 @@ struct header_overrides {
   std::string_view tokens, ttft, token_delay, token_size, header_delay, retry_after;
   std::string_view fault, fault_after, status;
   std::string_view content, content_b64;  // x-sim-content / x-sim-content-b64: the exact output text
+  // A script entry's `content` array: choice i's exact output (no header stands for it).
+  const std::vector<std::string>* choice_contents = nullptr;
 };
 
 struct request_settings {
@@ -40,6 +43,9 @@ struct request_settings {
   // x-sim-content(-b64): the assistant output is exactly this text, cut into token_size-byte tokens
   // (never inside a UTF-8 sequence); `tokens` is then ceil(size / token_size).
   std::optional<std::string> content;
+  // Per choice (n > 1), from a script entry's `content` array: choice i outputs element i (the last
+  // element for the choices past its end); empty = `content` (or generated words) for every choice.
+  std::vector<std::string> choice_contents;
 };
 
 // Server options overridden by the request's headers; a bad header value is a 400 naming it.
@@ -55,9 +61,13 @@ struct completion_request {
   bool stream = false;
   bool include_usage = false;                // stream_options.include_usage
   std::optional<std::uint64_t> max_tokens;   // the smaller of max_tokens / max_completion_tokens
+  std::uint32_t n = 1;                       // choices (chat, completions; 1..max_choices)
   std::uint64_t prompt_tokens = 0;           // estimated from the prompt text, ~4 bytes a token
   std::uint64_t hash = 0;                    // of (seed, kind, body): drives ids, `created` and text
 };
+
+// The most choices (`n`) one request may ask for, as at OpenAI.
+inline constexpr std::uint32_t max_choices = 128;
 
 // Parses and checks a completion request body (400-class errors with OpenAI's `param`).
 result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed);

@@ -145,9 +145,8 @@ task<void> respond_status(exchange& x) {
 }
 
 task<void> respond_whole(exchange& x) {
-  generator gen(x.req, x.s.tokens, x.s.token_size);
-  if (x.s.content) gen.use_content(*x.s.content);
-  const auto n = gen.completion_tokens();
+  choice_set choices(x.req, x.s.tokens, x.s.token_size, x.s.content, x.s.choice_contents);
+  const auto n = choices.steps();
   // A whole response arrives when its last token would have: header delay, ttft, then the gaps.
   duration wait = x.s.header_delay + x.s.ttft + (n > 1 ? x.s.token_delay * static_cast<std::int64_t>(n - 1) : duration::zero());
   const bool waited = co_await pause(x, wait);
@@ -164,11 +163,12 @@ task<void> respond_whole(exchange& x) {
     co_await stall(x);
     co_return;
   }
+  const std::string& id = choices.front().id();
   http::response<http::string_body> res{http::status::ok, 11};
   res.set(http::field::content_type, "application/json");
-  res.set("x-request-id", "req_" + gen.id().substr(gen.id().find('-') + 1));
+  res.set("x-request-id", "req_" + id.substr(id.find('-') + 1));
   res.keep_alive(x.keep_alive);
-  res.body() = gen.body();
+  res.body() = choices.body();
   if (fires(x.s.malformed_after)) res.body().resize(res.body().size() / 2);  // cut JSON
   set_ratelimit_headers(res, x.limits);
   counters::inc(w.count.completions_succeeded);  // before the write, like every counter a client may check
@@ -177,13 +177,13 @@ task<void> respond_whole(exchange& x) {
 
 task<void> respond_stream(exchange& x) {
   auto& w = x.c.owner;
-  generator gen(x.req, x.s.tokens, x.s.token_size);
-  if (x.s.content) gen.use_content(*x.s.content);
+  choice_set choices(x.req, x.s.tokens, x.s.token_size, x.s.content, x.s.choice_contents);
   bool ok = co_await pause(x, x.s.header_delay);
   if (!ok) co_return;
 
+  const std::string& id = choices.front().id();
   x.pending = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
-  x.pending += "x-request-id: req_" + gen.id().substr(gen.id().find('-') + 1) + "\r\n";
+  x.pending += "x-request-id: req_" + id.substr(id.find('-') + 1) + "\r\n";
   if (x.limits)
     for (const auto& [name, value] : ratelimit_headers(*x.limits))
       x.pending.append(name).append(": ").append(value).append("\r\n");
@@ -195,16 +195,16 @@ task<void> respond_stream(exchange& x) {
   ok = co_await pause(x, x.s.ttft);
   if (!ok) co_return;
 
-  if (gen.has_role_chunk()) {
-    gen.append_role_chunk(x.event);
+  if (choices.has_role_chunk()) {
+    choices.append_role_chunks(x.event);
     frame_event(x);
   }
-  const auto n = gen.completion_tokens();
+  const auto n = choices.steps();
   for (std::uint64_t i = 0;; ++i) {
-    // Faults fire after i tokens, so K == n hits just before the finish chunk.
+    // Faults fire after i tokens, so K == n hits just before the (last) finish chunk.
     if (x.s.malformed_after == i) {
       counters::inc(w.count.faults_injected);
-      gen.append_malformed_event(x.event);
+      choices.front().append_malformed_event(x.event);
       frame_event(x);
     }
     if (x.s.reset_after == i || x.s.stall_after == i) {
@@ -219,27 +219,26 @@ task<void> respond_stream(exchange& x) {
       }
       co_return;
     }
-    if (i == n) break;
-    if (i > 0 && x.s.token_delay > duration::zero()) {
+    if (i > 0 && i < n && x.s.token_delay > duration::zero()) {
       ok = co_await flush(x);
       if (!ok) co_return;
       ok = co_await pause(x, x.s.token_delay);
       if (!ok) co_return;
     }
-    gen.append_token_chunk(x.event);
+    // Step i: each choice's token i, or its finish chunk once its tokens ran out.
+    choices.append_step(x.event, i);
     frame_event(x);
+    if (i == n) break;
     if (x.pending.size() >= flush_bytes) {
       ok = co_await flush(x);
       if (!ok) co_return;
     }
   }
-  gen.append_finish_chunk(x.event);
-  frame_event(x);
   if (x.req.include_usage) {
-    gen.append_usage_chunk(x.event);
+    choices.append_usage_chunk(x.event);
     frame_event(x);
   }
-  if (gen.has_done_marker()) {  // the Responses API ends with response.completed, no [DONE]
+  if (choices.has_done_marker()) {  // the Responses API ends with response.completed, no [DONE]
     generator::append_done(x.event);
     frame_event(x);
   }
@@ -297,8 +296,9 @@ http::response<http::string_body> rate_limited(const rate_decision& d, bool keep
 
 // What a request costs the tokens bucket: its prompt and the most it may generate.
 std::uint64_t token_cost(const completion_request& r, const request_settings& s) {
-  const std::uint64_t out = r.max_tokens ? *r.max_tokens : s.tokens;
   constexpr auto most = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t out = r.max_tokens ? *r.max_tokens : s.tokens;
+  out = out > most / r.n ? most : out * r.n;  // every choice may use them
   return out > most - r.prompt_tokens ? most : r.prompt_tokens + out;
 }
 

@@ -198,3 +198,116 @@ TEST(SimContent, OpenAiResetFormat) {
   EXPECT_EQ(sim::openai_reset_format(3725s), "1h2m5s");
   EXPECT_EQ(sim::openai_reset_format(-1s), "0s");
 }
+
+// --- n > 1: one choice per index ---------------------------------------------------------------
+
+TEST(SimContent, OneChoiceIsTheSingleChoiceAnswer) {
+  // n = 1 (given or not) renders exactly what the simulator always rendered.
+  auto one = parse(sim::api::chat, chat_body);
+  std::string with_n = chat_body;
+  with_n.insert(1, R"("n":1,)");
+  auto req_n = parse(sim::api::chat, with_n);
+  EXPECT_EQ(req_n.n, 1u);
+  auto a = events(sim::render_stream(one, 4, 3));
+  ASSERT_EQ(a.size(), 1u + 4u + 1u + 1u);
+  for (std::size_t i = 0; i + 1 < a.size(); ++i)
+    EXPECT_EQ(json::parse(a[i]).at("choices").at(0).at("index").as_int64(), 0);
+}
+
+TEST(SimContent, ChatStreamInterleavesChoicesWithTheirIndex) {
+  auto req = parse(sim::api::chat,
+                   R"({"model":"m","n":3,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]})");
+  ASSERT_EQ(req.n, 3u);
+  auto ev = events(sim::render_stream(req, 2, 4));
+  // 3 role chunks, 2 steps x 3 tokens, 3 finish chunks, usage, [DONE]
+  ASSERT_EQ(ev.size(), 3u + 6u + 3u + 1u + 1u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  std::string text[3];
+  std::string last_id;
+  for (std::size_t i = 0; i < 12; ++i) {
+    auto v = json::parse(ev[i]).as_object();
+    if (!last_id.empty()) {
+      EXPECT_EQ(v.at("id").as_string(), last_id) << "one completion id for every choice";
+    }
+    last_id = v.at("id").as_string();
+    auto& ch = v.at("choices").as_array();
+    ASSERT_EQ(ch.size(), 1u);
+    auto idx = ch[0].at("index").as_int64();
+    EXPECT_EQ(idx, static_cast<std::int64_t>(i % 3)) << "choices take turns: " << ev[i];
+    auto& delta = ch[0].at("delta").as_object();
+    if (auto* c = delta.if_contains("content")) text[idx] += c->as_string();
+    if (i >= 9) {
+      EXPECT_EQ(ch[0].at("finish_reason").as_string(), "stop");
+    } else {
+      EXPECT_TRUE(ch[0].at("finish_reason").is_null());
+    }
+  }
+  for (auto& t : text) EXPECT_EQ(t.size(), 8u);
+  EXPECT_NE(text[0], text[1]) << "each choice draws its own words";
+  EXPECT_NE(text[1], text[2]);
+  auto usage = json::parse(ev[12]).at("usage").as_object();
+  EXPECT_EQ(usage.at("completion_tokens").as_int64(), 6) << "usage counts every choice";
+}
+
+TEST(SimContent, ChoicesWithTheirOwnContentFinishWhenTheirTokensRunOut) {
+  auto req = parse(sim::api::chat, R"({"model":"m","n":3,"stream":true,"messages":[{"role":"user","content":"x"}]})");
+  std::vector<std::string> texts{R"({"a":1})", R"({"a":"longer text"})"};  // choice 2 repeats the last
+  sim::choice_set set(req, 16, 4, texts.front(), texts);
+  ASSERT_EQ(set.size(), 3u);
+  EXPECT_EQ(set.steps(), 5u);  // 17 bytes / 4
+  std::string out;
+  set.append_role_chunks(out);
+  for (std::uint64_t i = 0; i <= set.steps(); ++i) set.append_step(out, i);
+  std::string text[3];
+  std::vector<int> finish_order;
+  for (const auto& e : events(out)) {
+    auto ch = json::parse(e).at("choices").at(0).as_object();
+    auto idx = ch.at("index").as_int64();
+    if (auto* c = ch.at("delta").as_object().if_contains("content")) text[idx] += c->as_string();
+    if (ch.at("finish_reason").is_string()) finish_order.push_back(static_cast<int>(idx));
+  }
+  EXPECT_EQ(text[0], texts[0]);
+  EXPECT_EQ(text[1], texts[1]);
+  EXPECT_EQ(text[2], texts[1]);
+  EXPECT_EQ(finish_order, (std::vector<int>{0, 1, 2})) << "choice 0 (2 tokens) finishes first";
+
+  // The whole answer: one choice per index, usage over all of them.
+  sim::choice_set whole(req, 16, 4, texts.front(), texts);
+  auto body = json::parse(whole.body()).as_object();
+  auto& choices = body.at("choices").as_array();
+  ASSERT_EQ(choices.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(choices[i].at("index").as_int64(), static_cast<std::int64_t>(i));
+    EXPECT_EQ(choices[i].at("message").at("content").as_string(), texts[std::min<std::size_t>(i, 1)]);
+  }
+  EXPECT_EQ(body.at("usage").at("completion_tokens").as_int64(), 2 + 5 + 5);
+}
+
+TEST(SimContent, LegacyCompletionChoices) {
+  auto req = parse(sim::api::completion, R"({"model":"m","prompt":"p","n":2})");
+  sim::choice_set set(req, 3, 4);
+  auto body = json::parse(set.body()).as_object();
+  auto& choices = body.at("choices").as_array();
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[1].at("index").as_int64(), 1);
+  EXPECT_EQ(choices[1].at("text").as_string().size(), 12u);
+  EXPECT_NE(choices[0].at("text"), choices[1].at("text"));
+  auto stream_req = parse(sim::api::completion, R"({"model":"m","prompt":"p","n":2,"stream":true})");
+  auto ev = events(sim::render_stream(stream_req, 1, 4));
+  ASSERT_EQ(ev.size(), 2u + 2u + 1u);  // no role chunks
+  EXPECT_EQ(json::parse(ev[1]).at("choices").at(0).at("index").as_int64(), 1);
+}
+
+TEST(SimContent, NIsCheckedAndTheResponsesApiHasNone) {
+  for (const char* body : {R"({"model":"m","n":0,"messages":[{"role":"user"}]})",
+                           R"({"model":"m","n":129,"messages":[{"role":"user"}]})",
+                           R"({"model":"m","n":"2","messages":[{"role":"user"}]})"}) {
+    auto r = sim::parse_completion(sim::api::chat, body, 1);
+    ASSERT_FALSE(r.has_value()) << body;
+    EXPECT_EQ(r.err().param, "n");
+  }
+  auto resp = parse(sim::api::responses, R"({"model":"m","input":"x","n":3})");
+  EXPECT_EQ(resp.n, 1u);
+  sim::choice_set set(resp, 2, 4);
+  EXPECT_EQ(set.size(), 1u);
+}

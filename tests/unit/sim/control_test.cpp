@@ -150,3 +150,23 @@ TEST(SimEngineMetrics, ExpositionShape) {
   EXPECT_NE(text.find("# TYPE vllm:request_success_total counter\n"), std::string::npos);
   EXPECT_EQ(text.back(), '\n');
 }
+
+TEST(SimControl, ContentArrayGivesEachChoiceItsText) {
+  auto u = parsed(R"({"script":[{"content":["{\"a\":1}","nope"]}]})");
+  ASSERT_EQ(u.script.size(), 1u);
+  EXPECT_EQ(u.script[0].content, "{\"a\":1}");
+  sim::header_overrides h;
+  u.script[0].apply(h);
+  auto s = sim::resolve_settings(sim::options{}, h);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->content, "{\"a\":1}");
+  EXPECT_EQ(s->choice_contents, (std::vector<std::string>{"{\"a\":1}", "nope"}));
+  for (auto [body, param] : {std::pair{R"({"script":[{"content":[]}]})", "script[0].content"},
+                             std::pair{R"({"script":[{"content":["a",""]}]})", "script[0].content[1]"},
+                             std::pair{R"({"script":[{"content":["a",3]}]})", "script[0].content[1]"},
+                             std::pair{R"({"script":[{"content":{"a":1}}]})", "script[0].content"}}) {
+    auto r = sim::parse_control(body, sim::options{});
+    ASSERT_FALSE(r.has_value()) << body;
+    EXPECT_EQ(r.err().param, param) << body;
+  }
+}
