@@ -9,7 +9,7 @@ task<whole_check> handler::check_whole_answer(const output_contract& c, upstream
                                               http::connection& conn, story& st, std::string_view path,
                                               unsigned& status, std::string& body) {
   whole_check out;
-  schema::verdict verdict = check_whole(c, body);
+  output_verdict verdict = check_whole(c, body);
   std::uint64_t attempts = 1;
   while (verdict && c.policy == schema_policy::retry && attempts <= c.retries) {
     ++attempts;
@@ -36,7 +36,7 @@ task<whole_check> handler::check_whole_answer(const output_contract& c, upstream
   if (c.policy == schema_policy::retry) out.headers.emplace_back(schema_attempts_header, std::to_string(attempts));
   if (status / 100 != 2) co_return out;
   if (c.policy == schema_policy::annotate) out.headers.emplace_back(schema_verdict_header, verdict_header_value(verdict));
-  else if (verdict) out.failure = violation_error(*verdict);
+  else if (verdict) out.failure = violation_error(*verdict.error, verdict.choice);
   co_return out;
 }
 

@@ -1,5 +1,7 @@
 #include "proxy/request_validation.hpp"
 
+#include <algorithm>
+
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -116,10 +118,12 @@ result<request_summary> validate_request(api which, std::string_view body) {
       out.include_usage = iu->get_bool();
     }
   }
+  std::uint64_t choices = 1;
   for (const char* key : {"max_tokens", "max_completion_tokens", "n"}) {
     if (const json::value* v = obj.if_contains(key); v && !v->is_null()) {
       if (!is_uint(*v)) return wrong_type(key, "a non-negative integer", *v);
       if (std::string_view(key) != "n") out.max_tokens = as_uint(*v);
+      else choices = std::max<std::uint64_t>(as_uint(*v), 1);
     }
   }
   for (const char* key : {"temperature", "top_p", "presence_penalty", "frequency_penalty"}) {
@@ -130,6 +134,7 @@ result<request_summary> validate_request(api which, std::string_view body) {
   auto wanted = extract_output_schema(which, obj);
   if (!wanted) return std::move(wanted).err();
   out.output_schema = std::move(*wanted);
+  if (out.output_schema && which != api::responses) out.output_schema->choices = choices;
   return out;
 }
 

@@ -2,6 +2,7 @@
 // wrongly typed field becomes a 400 naming the field (`param`). Pure; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,13 +15,14 @@ namespace sluice::proxy {
 
 enum class api { chat_completions, completions, responses };
 
-// The JSON schema a request asks its output to follow (chat `response_format.json_schema`,
-// responses `text.format`); see structured_output.hpp.
+// The JSON schema a request asks its output to follow (chat and legacy completions
+// `response_format.json_schema`, responses `text.format`); see structured_output.hpp.
 struct output_schema_request {
   boost::json::value schema;  // an owned copy
   std::string param;          // where it sits in the request: "response_format.json_schema.schema"
   std::string name;
   bool strict = false;
+  std::uint64_t choices = 1;  // the request's `n` (chat, completions): each choice's output is checked
 };
 
 struct request_summary {

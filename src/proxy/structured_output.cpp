@@ -8,6 +8,9 @@
 #include "observability/metrics.hpp"
 #include "sse/parser.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace sluice::proxy {
 namespace json = boost::json;
 
@@ -58,40 +61,51 @@ result<std::optional<output_schema_request>> read_format(const json::value& fmt,
   return read_json_schema(js->get_object(), schema_where);
 }
 
-// The model's output text in a whole answer; nullopt when there is none.
-std::optional<std::string> whole_output_text(api which, const json::value& body) {
-  if (!body.is_object()) return std::nullopt;
-  const auto& o = body.get_object();
-  if (which == api::responses) {
-    const json::value* output = o.if_contains("output");
-    if (!output || !output->is_array()) return std::nullopt;
-    std::optional<std::string> text;
-    for (const auto& item : output->get_array()) {
-      if (!item.is_object()) continue;
-      const json::value* type = item.get_object().if_contains("type");
-      const json::value* content = item.get_object().if_contains("content");
-      if (!type || *type != "message" || !content || !content->is_array()) continue;
-      for (const auto& part : content->get_array()) {
-        if (!part.is_object()) continue;
-        const json::value* pt = part.get_object().if_contains("type");
-        const json::value* t = part.get_object().if_contains("text");
-        if (pt && *pt == "output_text" && t && t->is_string()) {
-          if (!text) text.emplace();
-          text->append(t->get_string().data(), t->get_string().size());  // as the SDKs' output_text joins them
-        }
+// The model's output text of the Responses API's whole answer (output_text parts of the output
+// messages, joined as the SDKs' output_text does); nullopt when there is none.
+std::optional<std::string> responses_output_text(const json::object& o) {
+  const json::value* output = o.if_contains("output");
+  if (!output || !output->is_array()) return std::nullopt;
+  std::optional<std::string> text;
+  for (const auto& item : output->get_array()) {
+    if (!item.is_object()) continue;
+    const json::value* type = item.get_object().if_contains("type");
+    const json::value* content = item.get_object().if_contains("content");
+    if (!type || *type != "message" || !content || !content->is_array()) continue;
+    for (const auto& part : content->get_array()) {
+      if (!part.is_object()) continue;
+      const json::value* pt = part.get_object().if_contains("type");
+      const json::value* t = part.get_object().if_contains("text");
+      if (pt && *pt == "output_text" && t && t->is_string()) {
+        if (!text) text.emplace();
+        text->append(t->get_string().data(), t->get_string().size());
       }
     }
-    return text;
   }
-  const json::value* choices = o.if_contains("choices");
-  if (!choices || !choices->is_array() || choices->get_array().empty()) return std::nullopt;
-  const json::value& first = choices->get_array()[0];
-  if (!first.is_object()) return std::nullopt;
-  const json::value* message = first.get_object().if_contains("message");
-  if (!message || !message->is_object()) return std::nullopt;
-  const json::value* content = message->get_object().if_contains("content");
-  if (!content || !content->is_string()) return std::nullopt;
-  return std::string(content->get_string());
+  return text;
+}
+
+// One choice's output text: chat `message.content`, completions `text`; null when it has none.
+const json::string* choice_text(api which, const json::value& choice) {
+  if (!choice.is_object()) return nullptr;
+  const json::value* text = nullptr;
+  if (which == api::completions) {
+    text = choice.get_object().if_contains("text");
+  } else {
+    const json::value* message = choice.get_object().if_contains("message");
+    if (!message || !message->is_object()) return nullptr;
+    text = message->get_object().if_contains("content");
+  }
+  return text && text->is_string() ? &text->get_string() : nullptr;
+}
+
+// The `index` a choice gives itself; its position when it gives none.
+std::uint32_t choice_index(const json::value& choice, std::size_t position) {
+  if (choice.is_object())
+    if (const json::value* i = choice.get_object().if_contains("index"); i && i->is_int64() && i->get_int64() >= 0 &&
+                                                                          i->get_int64() <= UINT32_MAX)
+      return static_cast<std::uint32_t>(i->get_int64());
+  return static_cast<std::uint32_t>(position);
 }
 
 schema::validation_error no_output(std::string why) {
@@ -131,6 +145,9 @@ void schema_options::register_options(config::option_table& t) {
                 }});
   t.add("schema-retries", "structured outputs: extra upstream attempts under schema-policy retry (whole answers)",
         retries)
+      .add("schema-max-choices",
+           "structured outputs: most choices (n) checked per request; a request with more is refused (400)",
+           max_choices)
       .add("schema-cache-entries", "compiled response schemas kept (LRU)", cache_entries)
       .add_size("schema-cache-bytes", "estimated bytes of compiled response schemas kept (LRU)", cache_bytes)
       .add_duration("schema-cache-ttl", "how long a compiled schema is kept (0s: no expiry)", cache_ttl);
@@ -140,6 +157,9 @@ result<void> schema_options::validate() const {
   if (cache_entries == 0) return error::make(errc::bad_request, "schema-cache-entries must be at least 1");
   if (cache_bytes < 1024) return error::make(errc::bad_request, "schema-cache-bytes must be at least 1KiB");
   if (retries > 10) return error::make(errc::bad_request, "schema-retries must be at most 10");
+  if (max_choices < 1 || max_choices > max_checked_choices)
+    return error::make(errc::bad_request,
+                       "schema-max-choices must be 1.." + std::to_string(max_checked_choices));
   if (cache_ttl < duration::zero()) return error::make(errc::bad_request, "schema-cache-ttl must not be negative");
   return ok;
 }
@@ -153,10 +173,18 @@ schema::cache_options schema_options::cache_options() const {
 }
 
 result<std::optional<output_schema_request>> extract_output_schema(api which, const json::object& body) {
-  if (which == api::chat_completions) {
+  if (which == api::chat_completions || which == api::completions) {
     const json::value* rf = body.if_contains("response_format");
     if (!rf) return std::optional<output_schema_request>{};
-    return read_format(*rf, "response_format", "response_format.json_schema");
+    auto wanted = read_format(*rf, "response_format", "response_format.json_schema");
+    if (which == api::completions && wanted && *wanted) {
+      // echo puts the prompt in front of the completion: the text could never be the document.
+      if (const json::value* echo = body.if_contains("echo"); echo && echo->is_bool() && echo->get_bool())
+        return bad("'echo' cannot be combined with a json_schema 'response_format': the returned text would "
+                   "start with the prompt and could never match the schema.",
+                   "echo");
+    }
+    return wanted;
   }
   if (which == api::responses) {
     const json::value* text = body.if_contains("text");
@@ -181,6 +209,11 @@ result<std::optional<output_contract>> make_output_contract(api which, std::opti
     policy = *p;
   }
   if (!wanted) return std::optional<output_contract>{};
+  if (wanted->choices > opts.max_choices)
+    return bad("Invalid value for 'n': at most " + std::to_string(opts.max_choices) +
+                   " choices can be checked against a response schema (schema-max-choices); got " +
+                   std::to_string(wanted->choices) + ".",
+               "n");
   auto compiled = cache.get_or_compile(wanted->schema);
   if (!compiled) {
     error e = std::move(compiled).err();
@@ -195,23 +228,53 @@ result<std::optional<output_contract>> make_output_contract(api which, std::opti
   c.schema = std::move(*compiled);
   c.retries = policy == schema_policy::retry ? opts.retries : 0;
   c.stream_event = headers.events == "1" || headers.events == "true";
+  c.choices = static_cast<std::uint32_t>(wanted->choices);
+  c.max_choices = static_cast<std::uint32_t>(opts.max_choices);
   return std::optional<output_contract>(std::move(c));
 }
 
-schema::verdict check_whole(const output_contract& c, std::string_view body) {
+output_verdict check_whole(const output_contract& c, std::string_view body) {
   unsigned char stack[4096];
   json::monotonic_resource mr(stack, sizeof stack);
   boost::system::error_code ec;
   json::value v = json::parse(body, ec, &mr);
-  if (ec) return no_output("the upstream answer is not JSON");
-  auto text = whole_output_text(c.which, v);
-  if (!text) return no_output("the upstream answer has no output text");
-  return c.schema->validate_text(*text);
+  output_verdict out;
+  if (ec || !v.is_object()) {
+    out.error = no_output(ec ? "the upstream answer is not JSON" : "the upstream answer is not a JSON object");
+    return out;
+  }
+  const auto& o = v.get_object();
+  if (c.which == api::responses) {
+    auto text = responses_output_text(o);
+    out.error = text ? c.schema->validate_text(*text) : no_output("the upstream answer has no output text");
+    return out;
+  }
+  const json::value* choices = o.if_contains("choices");
+  if (!choices || !choices->is_array() || choices->get_array().empty()) {
+    out.error = no_output("the upstream answer has no choices");
+    return out;
+  }
+  const auto& arr = choices->get_array();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::uint32_t index = choice_index(arr[i], i);
+    const json::string* text = choice_text(c.which, arr[i]);
+    out.error = text ? c.schema->validate_text(std::string_view(text->data(), text->size()))
+                     : no_output("the upstream answer has no output text");
+    if (out.error) {
+      if (c.choices > 1 || arr.size() > 1 || index != 0) out.choice = index;
+      return out;
+    }
+  }
+  return out;
 }
 
-std::string verdict_header_value(const schema::verdict& v) {
+std::string verdict_header_value(const output_verdict& v) { return verdict_header_value(v.error, v.choice); }
+
+std::string verdict_header_value(const schema::verdict& v, std::optional<std::uint32_t> choice) {
   if (!v) return "valid";
-  std::string raw = "invalid; path=" + v->instance_path + "; " + v->message;
+  std::string raw = "invalid; ";
+  if (choice) raw += "choice=" + std::to_string(*choice) + "; ";
+  raw += "path=" + v->instance_path + "; " + v->message;
   constexpr std::size_t max_len = 512;
   std::string out;
   out.reserve(std::min(raw.size(), max_len));
@@ -223,10 +286,11 @@ std::string verdict_header_value(const schema::verdict& v) {
   return out;
 }
 
-std::string verdict_json(const schema::verdict& v) {
+std::string verdict_json(const schema::verdict& v, std::optional<std::uint32_t> choice) {
   json::object o;
   o["valid"] = !v.has_value();
   if (v) {
+    if (choice) o["choice"] = *choice;
     o["instance_path"] = v->instance_path;
     o["schema_path"] = v->schema_path;
     o["message"] = v->message;
@@ -234,37 +298,82 @@ std::string verdict_json(const schema::verdict& v) {
   return json::serialize(o);
 }
 
-error violation_error(const schema::validation_error& v) {
+error violation_error(const schema::validation_error& v, std::optional<std::uint32_t> choice) {
   error e = schema::to_error(v);
   e.code = errc::upstream_protocol;
   e.api_code = "schema_violation";
   std::string where = v.instance_path.empty() ? std::string("the document root") : "'" + v.instance_path + "'";
-  e.message = "The model's output does not match the response schema at " + where + ": " + v.message;
+  std::string whose = choice ? "The model's output in choice " + std::to_string(*choice) : std::string("The model's output");
+  e.message = whose + " does not match the response schema at " + where + ": " + v.message;
   e.param = v.instance_path;
   return e;
 }
 
 stream_check::stream_check(const output_contract& c)
-    : validator_(c.schema), which_(c.which), policy_(c.policy), emit_event_(c.stream_event) {}
+    : schema_(c.schema),
+      which_(c.which),
+      policy_(c.policy),
+      emit_event_(c.stream_event),
+      expected_(c.choices),
+      max_choices_(c.max_choices) {}
 
-std::optional<error> stream_check::judge(const result<void>& r) {
-  if (r) return std::nullopt;
-  if (const auto* v = validator_.violation()) verdict_ = *v;
-  else verdict_ = no_output(r.err().message);
+std::optional<error> stream_check::refuse(std::uint32_t index, schema::validation_error why) {
+  verdict_.error = std::move(why);
+  if (expected_ > 1 || index != 0) verdict_.choice = index;
   if (policy_ == schema_policy::annotate) return std::nullopt;
-  return violation_error(*verdict_);
+  return violation_error(*verdict_.error, verdict_.choice);
 }
 
-std::optional<error> stream_check::feed(std::string_view delta) {
+std::optional<error> stream_check::out_of_bounds(std::int64_t index) {
+  if (finished_ || verdict_) return std::nullopt;
+  schema::validation_error e;
+  e.what = schema::validation_error::kind::limit_exceeded;
+  e.message = "the stream carries choice index " + std::to_string(index) + "; only indices 0.." +
+              std::to_string(max_choices_ - 1) + " are checked (schema-max-choices)";
+  const auto shown = static_cast<std::uint32_t>(std::clamp<std::int64_t>(index, 0, UINT32_MAX));
+  return refuse(shown, std::move(e));
+}
+
+stream_check::choice_state& stream_check::slot(std::uint32_t index) {
+  if (choices_.size() <= index) choices_.resize(index + 1);
+  choice_state& st = choices_[index];
+  if (!st.validator) {
+    st.validator.emplace(schema_);
+    ++tracked_;
+  }
+  return st;
+}
+
+std::optional<error> stream_check::judge(std::uint32_t index, const result<void>& r) {
+  if (r) return std::nullopt;
+  const auto* v = choices_[index].validator->violation();
+  return refuse(index, v ? *v : no_output(r.err().message));
+}
+
+std::optional<error> stream_check::feed(std::uint32_t index, std::string_view delta) {
   if (finished_ || verdict_ || delta.empty()) return std::nullopt;
-  return judge(validator_.feed(delta));
+  return judge(index, slot(index).validator->feed(delta));
+}
+
+std::optional<error> stream_check::finish_choice(std::uint32_t index) {
+  if (finished_ || verdict_) return std::nullopt;
+  choice_state& st = slot(index);
+  if (st.finished) return std::nullopt;
+  st.finished = true;
+  if (index < expected_) ++expected_finished_;
+  return judge(index, st.validator->finish());
 }
 
 std::optional<error> stream_check::finish() {
   if (finished_) return std::nullopt;
+  std::optional<error> out;
+  if (!verdict_) {  // else already judged (and, under reject, already sent)
+    if (tracked_ == 0) (void)slot(0);  // nothing arrived: choice 0's empty document is the verdict
+    for (std::uint32_t i = 0; i < choices_.size() && !verdict_; ++i)
+      if (choices_[i].validator && !choices_[i].finished) out = finish_choice(i);
+  }
   finished_ = true;
-  if (verdict_) return std::nullopt;  // already judged (and, under reject, already sent)
-  return judge(validator_.finish());
+  return out;
 }
 
 std::optional<error> stream_check::on_event(const json::object& event) {
@@ -274,24 +383,34 @@ std::optional<error> stream_check::on_event(const json::object& event) {
     const json::string& t = type->get_string();
     if (t == "response.output_text.delta") {
       const json::value* d = event.if_contains("delta");
-      if (d && d->is_string()) return feed(d->get_string());
+      if (d && d->is_string()) return feed(0, d->get_string());
       return std::nullopt;
     }
     if (t == "response.output_text.done" || t == "response.completed" || t == "response.incomplete") return finish();
     return std::nullopt;
   }
   const json::value* choices = event.if_contains("choices");
-  if (!choices || !choices->is_array() || choices->get_array().empty()) return std::nullopt;
-  const json::value& first = choices->get_array()[0];
-  if (!first.is_object()) return std::nullopt;
-  const auto& choice = first.get_object();
-  if (const json::value* idx = choice.if_contains("index"); idx && idx->is_int64() && idx->get_int64() != 0)
-    return std::nullopt;  // n > 1: only the first choice is checked
-  if (const json::value* delta = choice.if_contains("delta"); delta && delta->is_object()) {
-    if (const json::value* content = delta->get_object().if_contains("content"); content && content->is_string())
-      if (auto e = feed(content->get_string())) return e;
+  if (!choices || !choices->is_array()) return std::nullopt;
+  const auto& arr = choices->get_array();
+  for (std::size_t pos = 0; pos < arr.size(); ++pos) {
+    if (!arr[pos].is_object()) continue;
+    const auto& choice = arr[pos].get_object();
+    std::int64_t index = static_cast<std::int64_t>(pos);
+    if (const json::value* idx = choice.if_contains("index"); idx && idx->is_int64()) index = idx->get_int64();
+    else if (idx && idx->is_uint64()) index = INT64_MAX;  // out of any bound
+    if (index < 0 || index >= static_cast<std::int64_t>(max_choices_)) return out_of_bounds(index);
+    const auto i = static_cast<std::uint32_t>(index);
+    const json::value* text = nullptr;
+    if (which_ == api::completions) {
+      text = choice.if_contains("text");
+    } else if (const json::value* delta = choice.if_contains("delta"); delta && delta->is_object()) {
+      text = delta->get_object().if_contains("content");
+    }
+    if (text && text->is_string())
+      if (auto e = feed(i, text->get_string())) return e;
+    if (const json::value* fin = choice.if_contains("finish_reason"); fin && fin->is_string())
+      if (auto e = finish_choice(i)) return e;
   }
-  if (const json::value* fin = choice.if_contains("finish_reason"); fin && fin->is_string()) return finish();
   return std::nullopt;
 }
 
@@ -300,7 +419,7 @@ std::optional<error> stream_check::on_done() { return finish(); }
 std::string stream_check::final_event() {
   if (!emit_event_ || policy_ != schema_policy::annotate) return {};
   (void)finish();  // annotate never turns a verdict into an error
-  return sse::format_event(verdict_json(verdict_), schema_event_type);
+  return sse::format_event(verdict_json(verdict_.error, verdict_.choice), schema_event_type);
 }
 
 result<void> register_schema_cache_metrics(obs::metrics_registry& registry, const schema::schema_cache& cache) {

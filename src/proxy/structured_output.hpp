@@ -46,6 +46,7 @@ inline constexpr std::string_view schema_event_type = "sluice.schema";
 struct schema_options {
   schema_policy policy = schema_policy::annotate;
   std::uint64_t retries = 2;                      // extra upstream attempts under `retry`
+  std::uint64_t max_choices = 16;                 // most choices (`n`) checked per request; more is a 400
   std::uint64_t cache_entries = 1000;
   std::uint64_t cache_bytes = 64 * 1024 * 1024;
   duration cache_ttl{0};                          // 0: entries never expire
@@ -55,9 +56,14 @@ struct schema_options {
   schema::cache_options cache_options() const;
 };
 
-// The json_schema format of a parsed request body: chat `response_format`, responses `text.format`.
-// nullopt when none is asked for (no format, "text", "json_object"); a malformed one is a 400 naming
-// the field. The schema is copied out of the caller's (short-lived) parse.
+// Bounds of schema-max-choices: a stream keeps one incremental validator per choice index.
+inline constexpr std::uint64_t max_checked_choices = 128;
+
+// The json_schema format of a parsed request body: chat and legacy completions `response_format`
+// (OpenAI's completions API has none, vLLM's accepts it), responses `text.format`. nullopt when
+// none is asked for (no format, "text", "json_object"); a malformed one is a 400 naming the field,
+// and so is completions' `echo: true` beside a schema (the text would start with the prompt). The
+// schema is copied out of the caller's (short-lived) parse.
 result<std::optional<output_schema_request>> extract_output_schema(api which, const boost::json::object& body);
 
 // What one request's output must satisfy, and what to do when it does not.
@@ -67,6 +73,8 @@ struct output_contract {
   std::shared_ptr<const schema::compiled_schema> schema;
   std::uint64_t retries = 0;  // extra attempts (policy retry, whole answers)
   bool stream_event = false;  // annotate on a stream: the client opted in to the sluice.schema event
+  std::uint32_t choices = 1;       // the request's `n`: verdicts name the failing choice when > 1
+  std::uint32_t max_choices = 16;  // schema-max-choices: choice indices a stream check tracks
 
   // A stream needs a stream_check unless its verdict would go nowhere (annotate, not opted in).
   bool checks_streams() const noexcept { return policy != schema_policy::annotate || stream_event; }
@@ -81,22 +89,35 @@ struct contract_headers {
 
 // Policy from the header (else config) and the schema from the cache. A bad header value is a 400
 // naming the header (even without a schema); a refused schema is a 400 whose param is the schema's
-// place in the request plus the pointer of the offending keyword. nullopt: no schema asked for.
+// place in the request plus the pointer of the offending keyword; `n` above schema-max-choices is a
+// 400 naming `n`. nullopt: no schema asked for.
 result<std::optional<output_contract>> make_output_contract(api which, std::optional<output_schema_request> wanted,
                                                             contract_headers headers, const schema_options& opts,
                                                             schema::schema_cache& cache);
 
-// The verdict on a whole (non-stream) 2xx answer body: its output text parsed and validated. A body
-// without output text (malformed, a refusal, tool calls) is a malformed_json verdict.
-schema::verdict check_whole(const output_contract& c, std::string_view body);
+// A verdict on a whole answer or a stream, and which choice it is about. `choice` is set when the
+// verdict must name it: the request asked for n > 1 or the failing choice is not index 0.
+struct output_verdict {
+  schema::verdict error;               // empty: every checked choice conforms
+  std::optional<std::uint32_t> choice;  // the failing choice's `index`
+  explicit operator bool() const noexcept { return error.has_value(); }
+};
 
-// "valid", or "invalid; path=<instance path>; <message>" made header-safe (printable ASCII, bounded).
-std::string verdict_header_value(const schema::verdict& v);
-// {"valid":true} or {"valid":false,"instance_path":..,"schema_path":..,"message":..}
-std::string verdict_json(const schema::verdict& v);
+// The verdict on a whole (non-stream) 2xx answer body: every choice's output text (chat
+// `choices[i].message.content`, completions `choices[i].text`; responses: the joined output_text
+// parts) parsed and validated; the first failing choice decides. A body without output text
+// (malformed, no choices, a refusal, tool calls) is a malformed_json verdict.
+output_verdict check_whole(const output_contract& c, std::string_view body);
+
+// "valid", or "invalid; [choice=<i>; ]path=<instance path>; <message>" made header-safe (printable
+// ASCII, bounded).
+std::string verdict_header_value(const schema::verdict& v, std::optional<std::uint32_t> choice = std::nullopt);
+std::string verdict_header_value(const output_verdict& v);
+// {"valid":true} or {"valid":false,["choice":i,]"instance_path":..,"schema_path":..,"message":..}
+std::string verdict_json(const schema::verdict& v, std::optional<std::uint32_t> choice = std::nullopt);
 // The error for a violation under reject/retry: upstream_protocol (502), code "schema_violation",
-// param = the instance path, the message naming it.
-error violation_error(const schema::validation_error& v);
+// param = the instance path, the message naming it (and the choice, when given).
+error violation_error(const schema::validation_error& v, std::optional<std::uint32_t> choice = std::nullopt);
 
 // What the forwarder does with a whole answer after its check (handler::check_whole_answer).
 struct whole_check {
@@ -106,35 +127,56 @@ struct whole_check {
 };
 
 // Incremental check of one stream: the relay hands it each event's already parsed JSON object.
+// One stream_validator per choice index, made when the index first shows up; indices at or past
+// the contract's max_choices are refused (a limit_exceeded verdict), so memory stays bounded.
 class stream_check {
  public:
   explicit stream_check(const output_contract& c);
 
-  // One upstream event. Feeds its content delta (chat: choices[0].delta.content; responses:
-  // response.output_text.delta's `delta`) and finishes the document at its end event. Under
-  // reject/retry a violation is the error to send in-band; under annotate it is only recorded.
+  // One upstream event. Feeds each content delta to its choice's validator (chat:
+  // choices[i].delta.content; completions: choices[i].text; responses: response.output_text.delta's
+  // `delta`) and finishes that choice's document at its finish_reason (responses: its end event).
+  // Under reject/retry a violation is the error to send in-band; under annotate it is only recorded.
   std::optional<error> on_event(const boost::json::object& event);
-  // The upstream's end marker ([DONE] for chat): the document must be complete by now.
+  // The upstream's end marker ([DONE] for chat): every choice seen (choice 0 if none) must hold a
+  // complete document by now.
   std::optional<error> on_done();
   // annotate + opted in: the sluice.schema event (SSE wire form) to send once before the stream's
   // end; empty otherwise. Finishes the document if the end was not seen.
   std::string final_event();
 
-  bool finished() const noexcept { return finished_; }
+  // Every choice the request asked for has finished (or the stream's end was seen).
+  bool finished() const noexcept { return finished_ || expected_finished_ >= expected_; }
   bool emits_event() const noexcept { return emit_event_ && policy_ == schema_policy::annotate; }
-  const schema::verdict& verdict() const noexcept { return verdict_; }
+  const schema::verdict& verdict() const noexcept { return verdict_.error; }
+  const output_verdict& full_verdict() const noexcept { return verdict_; }
+  std::size_t choices_tracked() const noexcept { return tracked_; }
 
  private:
-  std::optional<error> feed(std::string_view delta);
-  std::optional<error> finish();
-  std::optional<error> judge(const result<void>& r);
+  struct choice_state {
+    std::optional<schema::stream_validator> validator;  // made on the choice's first event
+    bool finished = false;
+  };
 
-  schema::stream_validator validator_;
+  choice_state& slot(std::uint32_t index);  // index < max_choices_; makes its validator
+  std::optional<error> out_of_bounds(std::int64_t index);  // a limit_exceeded verdict naming it
+  std::optional<error> feed(std::uint32_t index, std::string_view delta);
+  std::optional<error> finish_choice(std::uint32_t index);
+  std::optional<error> finish();
+  std::optional<error> judge(std::uint32_t index, const result<void>& r);
+  std::optional<error> refuse(std::uint32_t index, schema::validation_error why);
+
+  std::shared_ptr<const schema::compiled_schema> schema_;
+  std::vector<choice_state> choices_;  // by index, grown to the highest index seen (< max_choices_)
+  std::size_t tracked_ = 0;            // validators made
   api which_;
   schema_policy policy_;
   bool emit_event_;
+  std::uint32_t expected_;     // the request's n
+  std::uint32_t max_choices_;  // schema-max-choices
+  std::uint32_t expected_finished_ = 0;  // choices below expected_ that reached their finish_reason
   bool finished_ = false;
-  schema::verdict verdict_;
+  output_verdict verdict_;
 };
 
 // Exposes the cache's counters on /metrics as sluice_schema_cache_* (docs/schema.md). The cache must

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
 
 #include "app/gateway.hpp"
 #include "sim/server.hpp"
@@ -67,6 +69,28 @@ class StructuredOutputTest : public ::testing::Test {
                                                               headers h) {
     return test::call(port_, verb::post, path, body, std::move(h));
   }
+  static std::string completions_body(bool stream, const std::string& extra = "") {
+    return std::string(R"({"model":"sim-1","prompt":"a city","stream":)") + (stream ? "true" : "false") + extra +
+           R"(,"response_format":{"type":"json_schema","json_schema":{"name":"city","strict":true,"schema":)" + kSchema +
+           "}}}";
+  }
+  // A chat body asking for n choices.
+  static std::string chat_n_body(bool stream, int n) {
+    return std::string(R"({"model":"sim-1","n":)") + std::to_string(n) +
+           R"(,"messages":[{"role":"user","content":"a city"}],"stream":)" + (stream ? "true" : "false") +
+           R"(,"response_format":{"type":"json_schema","json_schema":{"name":"city","strict":true,"schema":)" + kSchema +
+           "}}}";
+  }
+  // The simulator's script is one FIFO for every request it serves: each test that scripts starts
+  // from an empty one and must leave it empty (nothing else may take its entries).
+  static void script(const std::string& entries) {
+    auto r = sim_->control(R"({"clear":true})");
+    ASSERT_TRUE(r.has_value()) << r.err().message;
+    ASSERT_EQ(sim_->script_remaining(), 0u);
+    auto s = sim_->control(R"({"script":)" + entries + "}");
+    ASSERT_TRUE(s.has_value()) << s.err().message;
+  }
+  static std::string json_string(const std::string& s) { return boost::json::serialize(boost::json::string(s)); }
   static headers with_content(const std::string& content, headers more = {}) {
     more.emplace_back("x-sim-content", content);
     return more;
@@ -166,6 +190,43 @@ TEST_F(StructuredOutputTest, WholeRetryAsksAgainAndCountsAttempts) {
   auto ok = post("/v1/responses", responses_body(false), with_content(kValid, {{"x-sluice-schema-policy", "retry"}}));
   EXPECT_EQ(ok.result_int(), 200u) << ok.body();
   EXPECT_EQ(header(ok, "x-sluice-schema-attempts"), "1");
+}
+
+TEST_F(StructuredOutputTest, WholeRetrySucceedsOnALaterAttempt) {
+  // First answer breaks the schema (not JSON at all), the second conforms.
+  script("[{\"content\":\"not json\"},{\"content\":" + json_string(kValid) + "}]");
+  auto before = sim_->snapshot().completion_requests;
+  auto res = post("/v1/chat/completions", chat_body(false), {{"x-sluice-schema-policy", "retry"}});
+  ASSERT_EQ(res.result_int(), 200u) << res.body();
+  EXPECT_EQ(header(res, "x-sluice-schema-attempts"), "2");
+  EXPECT_EQ(parse(res.body()).at("choices").at(0).at("message").at("content").as_string(), kValid);
+  EXPECT_EQ(sim_->snapshot().completion_requests - before, 2u);
+  EXPECT_EQ(sim_->script_remaining(), 0u);
+
+  // The same through the Responses API, succeeding on the third (last) attempt.
+  script("[{\"content\":" + json_string(kInvalid) + "},{\"content\":\"{\\\"city\\\"\"},{\"content\":" +
+         json_string(kValid) + "}]");
+  auto r2 = post("/v1/responses", responses_body(false), {{"x-sluice-schema-policy", "retry"}});
+  ASSERT_EQ(r2.result_int(), 200u) << r2.body();
+  EXPECT_EQ(header(r2, "x-sluice-schema-attempts"), "3");
+  EXPECT_EQ(parse(r2.body()).at("output").at(0).at("content").at(0).at("text").as_string(), kValid);
+  EXPECT_EQ(sim_->script_remaining(), 0u);
+}
+
+TEST_F(StructuredOutputTest, WholeRetryEveryAttemptViolates) {
+  // schema-retries 2: three attempts, each wrong in its own way; the last one's violation is reported.
+  script("[{\"content\":\"not json\"},{\"content\":" + json_string(kInvalid) + "},{\"content\":\"{\\\"n\\\":1}\"}]");
+  auto before = sim_->snapshot().completion_requests;
+  auto res = post("/v1/chat/completions", chat_body(false), {{"x-sluice-schema-policy", "retry"}});
+  ASSERT_EQ(res.result_int(), 502u) << res.body();
+  EXPECT_EQ(header(res, "x-sluice-schema-attempts"), "3");  // schema-retries + 1
+  auto e = parse(res.body()).at("error");
+  EXPECT_EQ(e.at("type"), "upstream_error");
+  EXPECT_EQ(e.at("code"), "schema_violation");
+  EXPECT_TRUE(e.at("param").is_null()) << e;  // the root: required "city" is missing
+  EXPECT_NE(std::string(e.at("message").as_string()).find("city"), std::string::npos) << e;
+  EXPECT_EQ(sim_->snapshot().completion_requests - before, 3u);
+  EXPECT_EQ(sim_->script_remaining(), 0u);
 }
 
 TEST_F(StructuredOutputTest, RetryPassesAnUpstreamErrorThrough) {
@@ -313,4 +374,106 @@ TEST_F(StructuredOutputTest, OneSharedCacheCompilesASchemaOnce) {
   EXPECT_EQ(s1.compiles - s0.compiles, 1u);
   EXPECT_GE(s1.hits - s0.hits, 1u);
   EXPECT_GE(s1.entries, 1u);
+}
+
+// --- n > 1: every choice is checked --------------------------------------------------------------
+
+TEST_F(StructuredOutputTest, WholeAnswerChecksEveryChoice) {
+  // Choice 1 breaks the schema: reject names it.
+  script("[{\"content\":[" + json_string(kValid) + "," + json_string(kInvalid) + "]}]");
+  auto res = post("/v1/chat/completions", chat_n_body(false, 2), {{"x-sluice-schema-policy", "reject"}});
+  ASSERT_EQ(res.result_int(), 502u) << res.body();
+  auto e = parse(res.body()).at("error");
+  EXPECT_EQ(e.at("code"), "schema_violation");
+  EXPECT_EQ(e.at("param"), "/n");
+  EXPECT_NE(std::string(e.at("message").as_string()).find("choice 1"), std::string::npos) << e;
+
+  // annotate: the header names it, the answer carries both choices.
+  script("[{\"content\":[" + json_string(kValid) + "," + json_string(kInvalid) + "," + json_string(kValid) + "]}]");
+  auto ann = post("/v1/chat/completions", chat_n_body(false, 3), {});
+  ASSERT_EQ(ann.result_int(), 200u) << ann.body();
+  EXPECT_EQ(header(ann, "x-sluice-schema").rfind("invalid; choice=1; path=/n; ", 0), 0u) << header(ann, "x-sluice-schema");
+  EXPECT_EQ(parse(ann.body()).at("choices").as_array().size(), 3u);
+
+  // Every choice conforms.
+  auto ok = post("/v1/chat/completions", chat_n_body(false, 2), with_content(kValid, {{"x-sluice-schema-policy", "reject"}}));
+  ASSERT_EQ(ok.result_int(), 200u) << ok.body();
+  auto v = parse(ok.body());
+  ASSERT_EQ(v.at("choices").as_array().size(), 2u);
+  EXPECT_EQ(v.at("choices").at(1).at("message").at("content").as_string(), kValid);
+
+  // retry re-asks when any choice fails.
+  script("[{\"content\":[" + json_string(kValid) + "," + json_string(kInvalid) + "]},{\"content\":" +
+         json_string(kValid) + "}]");
+  auto retried = post("/v1/chat/completions", chat_n_body(false, 2), {{"x-sluice-schema-policy", "retry"}});
+  ASSERT_EQ(retried.result_int(), 200u) << retried.body();
+  EXPECT_EQ(header(retried, "x-sluice-schema-attempts"), "2");
+  EXPECT_EQ(sim_->script_remaining(), 0u);
+}
+
+TEST_F(StructuredOutputTest, StreamChecksEveryChoice) {
+  // Choice 1 breaks the schema mid-stream: the in-band error names it, no [DONE].
+  script("[{\"content\":[" + json_string(kValid) + "," + json_string(kInvalid) + "]}]");
+  auto res = post("/v1/chat/completions", chat_n_body(true, 2), {{"x-sluice-schema-policy", "reject"}});
+  ASSERT_EQ(res.result_int(), 200u);
+  const auto& b = res.body();
+  EXPECT_EQ(b.find("[DONE]"), std::string::npos) << b;
+  auto err = b.find("data: {\"error\":");
+  ASSERT_NE(err, std::string::npos) << b;
+  auto e = parse(b.substr(err + 6, b.find('\n', err) - err - 6)).at("error");
+  EXPECT_EQ(e.at("code"), "schema_violation");
+  EXPECT_EQ(e.at("param"), "/n");
+  EXPECT_NE(std::string(e.at("message").as_string()).find("choice 1"), std::string::npos) << e;
+  EXPECT_NE(b.find("\"index\":1"), std::string::npos) << "the simulator interleaves both choices";
+
+  // Both conform: the opted-in verdict event says so, before [DONE].
+  auto ok = post("/v1/chat/completions", chat_n_body(true, 3), with_content(kValid, {{"x-sluice-schema-events", "1"}}));
+  ASSERT_EQ(ok.result_int(), 200u);
+  const std::string verdict = "event: sluice.schema\ndata: {\"valid\":true}\n\ndata: [DONE]\n\n";
+  ASSERT_GE(ok.body().size(), verdict.size());
+  EXPECT_EQ(ok.body().substr(ok.body().size() - verdict.size()), verdict) << ok.body();
+  EXPECT_EQ(sim_->script_remaining(), 0u);
+}
+
+TEST_F(StructuredOutputTest, TooManyChoicesIs400BeforeUpstream) {
+  auto before = sim_->snapshot().requests;
+  auto res = post("/v1/chat/completions", chat_n_body(false, 17), {});
+  ASSERT_EQ(res.result_int(), 400u) << res.body();
+  auto e = parse(res.body()).at("error");
+  EXPECT_EQ(e.at("type"), "invalid_request_error");
+  EXPECT_EQ(e.at("param"), "n");
+  EXPECT_EQ(sim_->snapshot().requests, before);
+  // Without a schema n is the upstream's business.
+  auto plain = post("/v1/chat/completions", R"({"model":"sim-1","n":17,"messages":[{"role":"user","content":"x"}]})", {});
+  EXPECT_EQ(plain.result_int(), 200u) << plain.body();
+}
+
+// --- legacy /v1/completions: choices[i].text is checked -----------------------------------------
+
+TEST_F(StructuredOutputTest, LegacyCompletionsAreChecked) {
+  auto bad = post("/v1/completions", completions_body(false), with_content(kInvalid, {{"x-sluice-schema-policy", "reject"}}));
+  ASSERT_EQ(bad.result_int(), 502u) << bad.body();
+  EXPECT_EQ(parse(bad.body()).at("error").at("code"), "schema_violation");
+
+  auto ok = post("/v1/completions", completions_body(false), with_content(kValid));
+  ASSERT_EQ(ok.result_int(), 200u) << ok.body();
+  EXPECT_EQ(header(ok, "x-sluice-schema"), "valid");
+  EXPECT_EQ(parse(ok.body()).at("choices").at(0).at("text").as_string(), kValid);
+
+  auto stream = post("/v1/completions", completions_body(true), with_content(kInvalid, {{"x-sluice-schema-policy", "reject"}}));
+  ASSERT_EQ(stream.result_int(), 200u);
+  EXPECT_NE(stream.body().find("\"code\":\"schema_violation\""), std::string::npos) << stream.body();
+  EXPECT_EQ(stream.body().find("[DONE]"), std::string::npos);
+
+  auto stream_ok = post("/v1/completions", completions_body(true), with_content(kValid, {{"x-sluice-schema-events", "1"}}));
+  ASSERT_EQ(stream_ok.result_int(), 200u);
+  EXPECT_NE(stream_ok.body().find("event: sluice.schema\ndata: {\"valid\":true}\n\ndata: [DONE]"), std::string::npos)
+      << stream_ok.body();
+
+  // echo would put the prompt in front of the document: refused before anything goes upstream.
+  auto before = sim_->snapshot().requests;
+  auto echo = post("/v1/completions", completions_body(false, R"(,"echo":true)"), {});
+  ASSERT_EQ(echo.result_int(), 400u) << echo.body();
+  EXPECT_EQ(parse(echo.body()).at("error").at("param"), "echo");
+  EXPECT_EQ(sim_->snapshot().requests, before);
 }

@@ -180,19 +180,20 @@ TEST(StructuredOutput, WholeAnswers) {
     json::object choice{{"index", 0}, {"message", msg}};
     return json::serialize(json::object{{"choices", json::array{choice}}});
   };
-  EXPECT_FALSE(check_whole(c, chat(R"({"city":"Oslo","n":3})")).has_value());
+  EXPECT_FALSE(check_whole(c, chat(R"({"city":"Oslo","n":3})")));
   auto bad = check_whole(c, chat(R"({"city":"Oslo","n":"three"})"));
-  ASSERT_TRUE(bad.has_value());
-  EXPECT_EQ(bad->instance_path, "/n");
-  EXPECT_TRUE(check_whole(c, chat(R"({"city":)")).has_value());
-  EXPECT_TRUE(check_whole(c, R"({"choices":[]})").has_value());
-  EXPECT_TRUE(check_whole(c, "not json").has_value());
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad.error->instance_path, "/n");
+  EXPECT_FALSE(bad.choice) << "one choice asked for, index 0: the verdict does not name it";
+  EXPECT_TRUE(check_whole(c, chat(R"({"city":)")));
+  EXPECT_TRUE(check_whole(c, R"({"choices":[]})"));
+  EXPECT_TRUE(check_whole(c, "not json"));
 
   auto r = contract(api::responses, schema_policy::annotate);
   std::string resp =
       R"({"object":"response","output":[{"type":"reasoning"},{"type":"message","content":[{"type":"output_text","text":"{\"city\":"},{"type":"output_text","text":"\"Rome\"}"}]}]})";
-  EXPECT_FALSE(check_whole(r, resp).has_value());
-  EXPECT_TRUE(check_whole(r, R"({"output":[]})").has_value());
+  EXPECT_FALSE(check_whole(r, resp));
+  EXPECT_TRUE(check_whole(r, R"({"output":[]})"));
 }
 
 TEST(StructuredOutput, VerdictForms) {
@@ -298,4 +299,211 @@ TEST(StructuredOutput, StreamCheckCostPerChunk) {
 #if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(ns, 5000.0);
 #endif
+}
+
+// --- n > 1, legacy completions -------------------------------------------------------------------
+
+namespace {
+
+output_contract contract_n(api which, schema_policy p, std::uint64_t n, std::uint64_t max_choices = 16) {
+  static schema::schema_cache cache;
+  output_schema_request w;
+  w.schema = json::parse(kSchema);
+  w.param = "response_format.json_schema.schema";
+  w.name = "city";
+  w.choices = n;
+  schema_options o;
+  o.policy = p;
+  o.max_choices = max_choices;
+  auto c = make_output_contract(which, std::move(w), {{}, "1"}, o, cache);
+  EXPECT_TRUE(c.has_value()) << (c ? "" : c.err().message);
+  return **c;
+}
+
+std::string chat_choices(std::initializer_list<std::string> contents) {
+  json::array arr;
+  std::int64_t i = 0;
+  for (const auto& content : contents)
+    arr.push_back(json::object{{"index", i++}, {"message", json::object{{"role", "assistant"}, {"content", content}}}});
+  return json::serialize(json::object{{"choices", std::move(arr)}});
+}
+
+std::string chunk_for(std::int64_t index, std::string_view content, const char* finish = nullptr, bool legacy = false) {
+  json::object choice{{"index", index}, {"finish_reason", finish ? json::value(finish) : json::value()}};
+  if (legacy) choice["text"] = content;
+  else choice["delta"] = json::object{{"content", content}};
+  return json::serialize(json::object{{"id", "c"}, {"choices", json::array{choice}}});
+}
+
+json::object obj(const std::string& s) { return json::parse(s).as_object(); }
+
+const std::string kGood = R"({"city":"Oslo","n":3})";
+const std::string kBad = R"({"city":"Oslo","n":"three"})";
+
+}  // namespace
+
+TEST(StructuredOutput, WholeAnswerChecksEveryChoice) {
+  auto c = contract_n(api::chat_completions, schema_policy::reject, 3);
+  EXPECT_FALSE(check_whole(c, chat_choices({kGood, kGood, kGood})));
+  auto v = check_whole(c, chat_choices({kGood, kGood, kBad}));
+  ASSERT_TRUE(v);
+  ASSERT_TRUE(v.choice.has_value());
+  EXPECT_EQ(*v.choice, 2u);
+  EXPECT_EQ(v.error->instance_path, "/n");
+  EXPECT_EQ(verdict_header_value(v).rfind("invalid; choice=2; path=/n; ", 0), 0u) << verdict_header_value(v);
+  auto e = violation_error(*v.error, v.choice);
+  EXPECT_EQ(e.api_code, "schema_violation");
+  EXPECT_EQ(e.param, "/n");
+  EXPECT_NE(e.message.find("choice 2"), std::string::npos) << e.message;
+  EXPECT_EQ(json::parse(verdict_json(v.error, v.choice)).at("choice"), 2);
+
+  // The first failing choice decides; a choice without text fails as "no output text".
+  auto first = check_whole(c, chat_choices({kBad, R"({"nope")", kGood}));
+  ASSERT_TRUE(first.choice.has_value());
+  EXPECT_EQ(*first.choice, 0u) << "n > 1 names even choice 0";
+  auto no_text = check_whole(c, R"({"choices":[{"index":0,"message":{"content":"{\"city\":\"a\"}"}},{"index":1,"message":{"content":null,"refusal":"no"}}]})");
+  ASSERT_TRUE(no_text);
+  EXPECT_EQ(*no_text.choice, 1u);
+  EXPECT_EQ(no_text.error->what, schema::validation_error::kind::malformed_json);
+
+  // The choice's own `index` names it, not its position.
+  auto by_index = check_whole(c, R"({"choices":[{"index":1,"message":{"content":"{}"}},{"index":0,"message":{"content":"{\"city\":\"a\"}"}}]})");
+  ASSERT_TRUE(by_index);
+  EXPECT_EQ(*by_index.choice, 1u);
+
+  // n = 1 but the upstream sent two: both are checked, and the second is named.
+  auto one = contract_n(api::chat_completions, schema_policy::reject, 1);
+  auto extra = check_whole(one, chat_choices({kGood, kBad}));
+  ASSERT_TRUE(extra);
+  EXPECT_EQ(*extra.choice, 1u);
+}
+
+TEST(StructuredOutput, LegacyCompletionsTextIsChecked) {
+  auto s = validate_request(api::completions,
+                            std::string(R"({"model":"m","prompt":"p","n":2,"response_format":{"type":"json_schema","json_schema":{"name":"c","schema":)") +
+                                kSchema + "}}}");
+  ASSERT_TRUE(s.has_value()) << s.err().message;
+  ASSERT_TRUE(s->output_schema.has_value());
+  EXPECT_EQ(s->output_schema->param, "response_format.json_schema.schema");
+  EXPECT_EQ(s->output_schema->choices, 2u);
+
+  auto echo = validate_request(api::completions,
+                               R"({"model":"m","prompt":"p","echo":true,"response_format":{"type":"json_schema","json_schema":{"name":"c","schema":{}}}})");
+  ASSERT_FALSE(echo.has_value());
+  EXPECT_EQ(echo.err().param, "echo");
+  auto echo_plain = validate_request(api::completions, R"({"model":"m","prompt":"p","echo":true,"response_format":{"type":"json_object"}})");
+  EXPECT_TRUE(echo_plain.has_value()) << "no schema: echo is the upstream's business";
+
+  auto c = contract_n(api::completions, schema_policy::reject, 2);
+  EXPECT_FALSE(check_whole(c, R"({"object":"text_completion","choices":[{"text":"{\"city\":\"a\"}","index":0},{"text":"{\"city\":\"b\"}","index":1}]})"));
+  auto bad = check_whole(c, R"({"choices":[{"text":"{\"city\":\"a\"}","index":0},{"text":"{\"city\":1}","index":1}]})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(*bad.choice, 1u);
+  EXPECT_EQ(bad.error->instance_path, "/city");
+
+  stream_check chk(c);
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(0, R"({"city":)", nullptr, true))));
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(1, R"({"city":)", nullptr, true))));
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(0, R"("a"})", "stop", true))));
+  auto e = chk.on_event(obj(chunk_for(1, "7", nullptr, true)));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "/city");
+  EXPECT_NE(e->message.find("choice 1"), std::string::npos) << e->message;
+}
+
+TEST(StructuredOutput, TooManyChoicesIs400NamingN) {
+  EXPECT_EQ(schema_options{}.max_choices, 16u);
+  schema::schema_cache cache;
+  schema_options o;
+  output_schema_request w;
+  w.schema = json::parse(kSchema);
+  w.param = "response_format.json_schema.schema";
+  w.name = "x";
+  w.choices = 17;
+  auto r = make_output_contract(api::chat_completions, w, {}, o, cache);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.err().code, errc::bad_request);
+  EXPECT_EQ(r.err().param, "n");
+  EXPECT_NE(r.err().message.find("16"), std::string::npos) << r.err().message;
+  EXPECT_EQ(cache.snapshot().compiles, 0u) << "refused before compiling";
+  w.choices = 16;
+  EXPECT_TRUE(make_output_contract(api::chat_completions, w, {}, o, cache).has_value());
+
+  // The bound is a config key, 1..128.
+  config::option_table t;
+  o.register_options(t);
+  ASSERT_TRUE(t.apply_yaml_text("schema-max-choices: 4\n").has_value());
+  EXPECT_EQ(o.max_choices, 4u);
+  EXPECT_TRUE(o.validate().has_value());
+  o.max_choices = 0;
+  EXPECT_FALSE(o.validate().has_value());
+  o.max_choices = 129;
+  EXPECT_FALSE(o.validate().has_value());
+
+  // validate_request carries n (0 counts as 1) into the schema request.
+  auto s = validate_request(api::chat_completions,
+                            std::string(R"({"model":"m","n":20,"messages":[{"role":"user"}],"response_format":{"type":"json_schema","json_schema":{"name":"c","schema":)") +
+                                kSchema + "}}}");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->output_schema->choices, 20u);
+}
+
+TEST(StructuredOutput, StreamCheckKeepsOneValidatorPerChoice) {
+  auto c = contract_n(api::chat_completions, schema_policy::reject, 2);
+  stream_check chk(c);
+  // Interleaved deltas: each choice's document is parsed on its own.
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(0, R"({"city":"O)"))));
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(1, R"({"ci)"))));
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(0, R"(slo"})"))));
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(1, R"(ty":"Rome","n":)"))));
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(0, "", "stop"))));
+  EXPECT_FALSE(chk.finished()) << "choice 1 still open";
+  auto e = chk.on_event(obj(chunk_for(1, R"("x")")));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "/n");
+  EXPECT_NE(e->message.find("choice 1"), std::string::npos) << e->message;
+  EXPECT_EQ(chk.choices_tracked(), 2u);
+  ASSERT_TRUE(chk.full_verdict().choice.has_value());
+  EXPECT_EQ(*chk.full_verdict().choice, 1u);
+
+  // Several choices in one chunk, each with its finish; all complete -> valid.
+  auto a = contract_n(api::chat_completions, schema_policy::annotate, 2);
+  stream_check ok(a);
+  json::array both{json::object{{"index", 0}, {"delta", json::object{{"content", kGood}}}, {"finish_reason", "stop"}},
+                   json::object{{"index", 1}, {"delta", json::object{{"content", kGood}}}, {"finish_reason", "stop"}}};
+  EXPECT_FALSE(ok.on_event(json::object{{"choices", both}}));
+  EXPECT_TRUE(ok.finished());
+  EXPECT_FALSE(ok.on_done());
+  EXPECT_EQ(ok.final_event(), "event: sluice.schema\ndata: {\"valid\":true}\n\n");
+
+  // A choice whose document never completed is caught at [DONE], and the event names it.
+  stream_check cut(a);
+  EXPECT_FALSE(cut.on_event(obj(chunk_for(0, kGood, "stop"))));
+  EXPECT_FALSE(cut.on_event(obj(chunk_for(1, R"({"city":)"))));
+  EXPECT_FALSE(cut.on_done());
+  auto ev = cut.final_event();
+  auto data = json::parse(ev.substr(ev.find("data: ") + 6));
+  EXPECT_EQ(data.at("valid"), false);
+  EXPECT_EQ(data.at("choice"), 1);
+}
+
+TEST(StructuredOutput, StreamCheckRefusesChoiceIndicesPastTheBound) {
+  auto c = contract_n(api::chat_completions, schema_policy::reject, 2, 4);
+  stream_check chk(c);
+  EXPECT_FALSE(chk.on_event(obj(chunk_for(3, "{"))));
+  auto e = chk.on_event(obj(chunk_for(4, "{")));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->api_code, "schema_violation");
+  EXPECT_NE(e->message.find("choice index 4"), std::string::npos) << e->message;
+  EXPECT_EQ(chk.choices_tracked(), 1u) << "no validator for the refused index";
+  EXPECT_EQ(chk.verdict()->what, schema::validation_error::kind::limit_exceeded);
+
+  auto negative = contract_n(api::chat_completions, schema_policy::annotate, 1, 4);
+  stream_check neg(negative);
+  EXPECT_FALSE(neg.on_event(obj(chunk_for(-1, "{"))));  // annotate: recorded only
+  EXPECT_TRUE(neg.verdict().has_value());
+  // Many distinct indices never make more than max_choices validators.
+  stream_check many(contract_n(api::chat_completions, schema_policy::annotate, 1, 4));
+  for (int i = 0; i < 1000; ++i) (void)many.on_event(obj(chunk_for(i, " ")));
+  EXPECT_LE(many.choices_tracked(), 4u);
 }
