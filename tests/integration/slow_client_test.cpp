@@ -5,6 +5,8 @@
 // descriptors is logged (rate-limited) without spinning, and the gateway recovers.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/resource.h>
 
@@ -71,14 +73,16 @@ std::string stream_request(const std::string& extra_headers) {
 
 std::string first_line(const std::string& raw) { return raw.substr(0, raw.find("\r\n")); }
 
-// A client socket with a small receive buffer, set before connecting so that the window stays
-// small: the gateway's writes back up after a few hundred KiB instead of megabytes.
+// A client socket with a small receive buffer and (optionally) an Ethernet-sized MSS, both set
+// before connecting: the gateway's send buffer towards it then grows to ~100 KiB, not the several
+// MiB loopback's 64 KiB segments allow, so its writes back up within a moment.
 struct small_window_client {
   test::net::io_context ctx;
   test::tcp::socket sock{ctx};
-  explicit small_window_client(std::uint16_t port, int rcvbuf = 8192) {
+  explicit small_window_client(std::uint16_t port, int rcvbuf = 8192, int mss = 0) {
     sock.open(test::tcp::v4());
     sock.set_option(test::net::socket_base::receive_buffer_size(rcvbuf));
+    if (mss > 0) ::setsockopt(sock.native_handle(), IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
     sock.connect(test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), port));
     timeval tv{10, 0};
     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -189,7 +193,7 @@ TEST(SlowClient, NonReaderIsCutAfterWriteStallTimeoutOthersComplete) {
   const auto aborted_before = sim->snapshot().streams_aborted;
 
   normal_clients others(ep->port(), sim->port(), 3);
-  small_window_client hog(ep->port());
+  small_window_client hog(ep->port(), 8192, 1460);
   hog.send(stream_request("x-sim-tokens: 100000\r\nx-sim-token-size: 1000\r\nx-sim-token-delay: 0ms\r\n"));
 
   // The upstream request is closed: the simulator sees its client (the gateway) go away.
@@ -204,7 +208,7 @@ TEST(SlowClient, NonReaderIsCutAfterWriteStallTimeoutOthersComplete) {
   // What the client got is a truncated stream: a 200 head, data, no [DONE], no last chunk.
   std::string raw = hog.read_all();
   EXPECT_EQ(first_line(raw), "HTTP/1.1 200 OK");
-  EXPECT_GT(raw.size(), 8192u) << "the stream ran until its buffers were full";
+  EXPECT_GT(raw.size(), 16384u) << "the stream ran until its buffers were full";
   EXPECT_LT(raw.size(), 100'000'000u);
   EXPECT_EQ(raw.find("[DONE]"), std::string::npos);
 
@@ -243,7 +247,10 @@ TEST(SlowClient, SlowButLiveReaderIsNeverCut) {
   ASSERT_EQ(direct.result_int(), 200u);
   ASSERT_GT(direct.body().size(), 8'000'000u);
 
-  small_window_client reader(ep->port(), 65536);
+  // An Ethernet MSS, as for the non-reader: over loopback's 64 KiB segments the gateway's send
+  // buffer grows to MiBs and its socket turns writable only after ~1/3 of that drained, so a reader
+  // slowed down by a loaded machine could leave a write pending past 300 ms without stopping.
+  small_window_client reader(ep->port(), 65536, 1460);
   const auto start = clock_type::now();
   reader.send(stream_request(headers));
   std::string got;
@@ -306,7 +313,9 @@ TEST(SlowClient, MaxConnectionsClosesTheExtraConnectionAtOnce) {
   EXPECT_EQ(served.result_int(), 200u);
   EXPECT_NE(served.body().find("data: [DONE]"), std::string::npos);
 
-  // Back at the cap, the next extra is refused again.
+  // Back at the cap, the next extra is refused again (once the gateway has seen that request's
+  // connection close, so that the count is about the held ones).
+  ASSERT_LT(test::wait_until([&] { return gw.open_connections() == 2; }), 5s);
   held.push_back(std::make_unique<test::client_socket>(port));
   ASSERT_LT(test::wait_until([&] { return gw.open_connections() == 3; }), 5s);
   refused_at_once();
@@ -431,6 +440,11 @@ TEST(SlowClient, DerivedCapIsLoggedAndRunningOutOfDescriptorsIsSurvived) {
     EXPECT_EQ(gw.signal_and_wait(SIGTERM), 0);
   }
 
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check needs a pipe to probe memory; with no descriptor left it reports a false
+  // "invalid vptr" inside the logger and aborts the process. The normal build runs this part.
+  GTEST_SKIP() << "out-of-descriptors part runs in the normal build only";
+#endif
   test::child_process gw({"serve", "--listen", "127.0.0.1:0", "--threads", "1", "--upstream",
                           "http://127.0.0.1:" + std::to_string(sim->port()), "--max-connections", "1000",
                           "--log-level", "warn", "--drain-delay", "0s"});
