@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "core/boxed.hpp"
 #include "http/server.hpp"
 #include "proxy/options.hpp"
 #include "proxy/relay.hpp"
@@ -63,7 +64,7 @@ struct exchange {
   std::optional<std::string> body;              // a whole (non-SSE) answer, already read
   unsigned status = 0;
   unsigned attempts = 0;
-  std::optional<error> failure;                 // no answer to pass on: send this error
+  boxed<error> failure;                         // no answer to pass on: send this error
   boost::beast::http::fields failure_headers;   // e.g. Retry-After, with the failure
   bool client_gone = false;
   bool usage_injected = false;                  // this attempt's body asks for usage the client did not

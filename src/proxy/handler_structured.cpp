@@ -21,7 +21,7 @@ task<whole_check> handler::check_whole_answer(const output_contract& c, upstream
       co_return out;
     }
     if (!again.response) {
-      out.failure = std::move(again.failure);
+      if (again.failure) out.failure = std::move(*again.failure);
       co_return out;
     }
     if (!again.body) {  // an SSE answer to a non-stream request: not something to check

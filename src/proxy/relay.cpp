@@ -156,7 +156,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
 task<void> sse_relay::fail_in_band() {
   // An in-band error event, then a clean end of the chunked body; never [DONE].
   std::string event = sse::format_event(http::error_body(*ending_));
-  res_.failure = std::move(ending_);
+  res_.failure = std::move(*ending_);
   ending_.reset();
   auto w = co_await client_.write_chunk(event);
   if (w) w = co_await client_.finish_chunks();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/boxed.hpp"
 #include "core/error.hpp"
 #include "http/connection.hpp"
 #include "observability/gauge_hold.hpp"
@@ -88,7 +89,7 @@ class sse_relay : public runtime::watchdog::item {
   // Set when the gateway itself ends the stream (deadline, drain, memory): a static message.
   errc reset_code_ = errc::overloaded;
   const char* reset_message_ = nullptr;
-  std::optional<error> ending_;  // why the stream is ending with an in-band error (also: malformed event)
+  boxed<error> ending_;  // why the stream is ending with an in-band error (also: malformed event)
   stream_buffer buf_;
   sse::parser parser_;
   relay_result res_;
