@@ -130,6 +130,14 @@ void gateway::sample_memory() {
   auto& m = metrics_.gateway();
   m.memory_used_bytes().Set(static_cast<double>(budget_->rss()));
   m.connections_active().Set(static_cast<double>(server_shared_.open_connections.load(std::memory_order_relaxed)));
+  // Connections refused at max-connections are counted by the acceptors; carried into the
+  // rejections metric here (the acceptors have no metrics), at most one sample interval late.
+  const auto refused = server_shared_.refused_connections.load(std::memory_order_relaxed);
+  auto reported = refused_reported_.load(std::memory_order_relaxed);
+  while (reported < refused && !refused_reported_.compare_exchange_weak(reported, refused)) {
+  }
+  if (reported < refused)
+    m.rejections_total(obs::reject_reason::max_connections).Increment(static_cast<double>(refused - reported));
   if (!report.reset.empty()) {
     obs::log_warn("memory saturated: resetting the streams holding the most buffered bytes",
                   {{"rss_bytes", static_cast<std::uint64_t>(budget_->rss())},

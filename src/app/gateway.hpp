@@ -80,6 +80,7 @@ class gateway {
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist
   std::atomic<bool> sampling_{true};
+  std::atomic<std::uint64_t> refused_reported_{0};  // refused connections already in the rejections metric
   net::steady_timer* sampler_timer_ = nullptr;
   bool started_ = false;
   bool stopped_ = false;

@@ -298,6 +298,8 @@ TEST(SlowClient, MaxConnectionsClosesTheExtraConnectionAtOnce) {
   };
   for (int i = 0; i < 3; ++i) refused_at_once();  // each one, not only the first
   EXPECT_EQ(gw.open_connections(), 3u);
+  gw.sample_memory();  // the sampler carries the acceptors' refusals into the rejections metric
+  EXPECT_EQ(gw.metrics().gateway().rejections_total(obs::reject_reason::max_connections).Value(), 3.0);
 
   // The held connections still work, streams included, and stay open (keep-alive).
   for (auto& c : held) EXPECT_EQ(request_on(*c, verb::get, "/healthz").result_int(), 200u);
