@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 #include <string>
 
 #include "schema/cache.hpp"
@@ -102,6 +103,45 @@ void BM_parse_only_1kb(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 BENCHMARK(BM_parse_only_1kb);
+
+// The floor under validate_text: the same SAX parser (UTF-8 checks, number conversion) driving a
+// handler that does nothing, so time above this is the validator's.
+struct null_handler {
+  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
+  using ec_t = boost::system::error_code;
+  bool on_document_begin(ec_t&) { return true; }
+  bool on_document_end(ec_t&) { return true; }
+  bool on_object_begin(ec_t&) { return true; }
+  bool on_object_end(std::size_t, ec_t&) { return true; }
+  bool on_array_begin(ec_t&) { return true; }
+  bool on_array_end(std::size_t, ec_t&) { return true; }
+  bool on_key_part(json::string_view, std::size_t, ec_t&) { return true; }
+  bool on_key(json::string_view, std::size_t, ec_t&) { return true; }
+  bool on_string_part(json::string_view, std::size_t, ec_t&) { return true; }
+  bool on_string(json::string_view, std::size_t, ec_t&) { return true; }
+  bool on_number_part(json::string_view, ec_t&) { return true; }
+  bool on_int64(std::int64_t, json::string_view, ec_t&) { return true; }
+  bool on_uint64(std::uint64_t, json::string_view, ec_t&) { return true; }
+  bool on_double(double, json::string_view, ec_t&) { return true; }
+  bool on_bool(bool, ec_t&) { return true; }
+  bool on_null(ec_t&) { return true; }
+  bool on_comment_part(json::string_view, ec_t&) { return true; }
+  bool on_comment(json::string_view, ec_t&) { return true; }
+};
+
+void BM_sax_parse_only_1kb(benchmark::State& st) {
+  json::basic_parser<null_handler> p(json::parse_options{});
+  for (auto _ : st) {
+    p.reset();
+    boost::system::error_code ec;
+    benchmark::DoNotOptimize(p.write_some(false, small_doc.data(), small_doc.size(), ec));
+  }
+  st.SetItemsProcessed(st.iterations());
+}
+BENCHMARK(BM_sax_parse_only_1kb);
 
 // A stream fed in model-sized deltas (Arg bytes each): items = chunks, so time/item is the cost
 // per chunk (parsing + checking that chunk).

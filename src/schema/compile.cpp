@@ -40,7 +40,33 @@ class compiler {
     auto root = compile_schema(root_, "", 0, true);
     if (!root) return std::move(root).err();
     if (auto r = resolve_refs(); !r) return r;
-    return check_in_place_graph(p_, lim_);
+    if (auto r = check_in_place_graph(p_, lim_); !r) return r;
+    fold_type_unions();
+    return ok;
+  }
+
+  // `anyOf` whose branches say nothing but `type` (the nullable idiom of structured outputs:
+  // {"anyOf":[{"type":"string"},{"type":"null"}]}) is a union of types: kept as a mask checked at
+  // the value's first token, where the branches would all have been decided anyway, instead of one
+  // evaluation per branch. Same verdict, same failure (keyword anyOf, same paths and message). Only
+  // where anyOf is the node's one in-place applicator, so the order of failures cannot change.
+  void fold_type_unions() {
+    for (node& n : p_.nodes) {
+      if (!n.any_of.size || n.ref != no_node || n.all_of.size || n.one_of.size || n.not_ != no_node ||
+          n.if_ != no_node)
+        continue;
+      std::uint8_t types = 0;
+      bool pure = true;
+      for (std::uint32_t i = 0; i < n.any_of.size && pure; ++i) {
+        const node& b = p_.nodes[p_.indices[n.any_of.begin + i]];
+        pure = b.flags == 0;  // no keyword group, not `false`, not integer-only
+        types |= b.types;
+      }
+      if (!pure) continue;
+      n.any_types = types;
+      n.any_of = {};
+      n.flags &= ~static_cast<std::uint32_t>(f_inplace);
+    }
   }
 
  private:
@@ -284,17 +310,57 @@ class compiler {
       e.hash = key_hash(name);
       entries.push_back(std::move(e));
     }
-    std::uint32_t size = 2;
-    while (size < 2 * entries.size()) size *= 2;
-    std::vector<std::uint32_t> slots(entries.empty() ? 0 : size, 0);
-    for (std::uint32_t i = 0; i < entries.size(); ++i) {
-      std::uint32_t s = static_cast<std::uint32_t>(entries[i].hash) & (size - 1);
-      while (slots[s]) s = (s + 1) & (size - 1);
-      slots[s] = i + 1;
-    }
+    std::vector<key_slot> slots = place_keys(n, entries);
     n.keys = append(p_.keys, entries);
     n.key_slots = append(p_.slots, slots);
     return ok;
+  }
+
+  // The key table of a node: multiplicative hashing into a power-of-two table at most half full.
+  // Small tables (the usual object of a structured output) get a multiplier under which no two
+  // keys share a slot, searched for at compile time (a bounded number of tries, the table up to
+  // 8 slots per key), so a member name costs one probe at validation time. Otherwise linear
+  // probing from the hashed slot.
+  static std::vector<key_slot> place_keys(node& n, const std::vector<key_entry>& entries) {
+    if (entries.empty()) return {};
+    constexpr std::size_t perfect_max_keys = 64;
+    constexpr int tries_per_size = 24;
+    std::uint32_t bits = 1;
+    while ((std::size_t{1} << bits) < 2 * entries.size()) ++bits;
+    auto fill = [&](std::uint32_t b, std::uint64_t mult, bool probe, std::vector<key_slot>& out) {
+      const std::uint32_t size = 1u << b, mask = size - 1;
+      out.assign(size, key_slot{});
+      for (std::uint32_t i = 0; i < entries.size(); ++i) {
+        std::uint32_t s = key_slot_of(entries[i].hash, mult, static_cast<std::uint8_t>(64 - b));
+        if (out[s].entry) {
+          if (!probe) return false;
+          while (out[s].entry) s = (s + 1) & mask;
+        }
+        out[s] = {static_cast<std::uint32_t>(entries[i].hash >> 32), i + 1};
+      }
+      return true;
+    };
+    std::vector<key_slot> slots;
+    if (entries.size() <= perfect_max_keys) {
+      std::uint64_t state = 0x9e3779b97f4a7c15ULL;  // fixed: the same schema compiles the same way
+      for (std::uint32_t b = bits; b <= bits + 2; ++b) {
+        for (int t = 0; t < tries_per_size; ++t) {
+          state += 0x9e3779b97f4a7c15ULL;
+          std::uint64_t mult = (state ^ (state >> 31)) * 0xbf58476d1ce4e5b9ULL | 1;
+          if (fill(b, mult, false, slots)) {
+            n.key_mult = mult;
+            n.key_shift = static_cast<std::uint8_t>(64 - b);
+            n.key_perfect = true;
+            return slots;
+          }
+        }
+      }
+    }
+    n.key_mult = 0x9e3779b97f4a7c15ULL;
+    n.key_shift = static_cast<std::uint8_t>(64 - bits);
+    n.key_perfect = false;
+    fill(bits, n.key_mult, true, slots);
+    return slots;
   }
 
   // Local references only: "#", "#/json/pointer", or the root $id followed by one of those.

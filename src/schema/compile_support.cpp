@@ -234,7 +234,7 @@ std::size_t estimate_bytes(const program& p) {
   b += p.nodes.capacity() * sizeof(node);
   b += p.indices.capacity() * sizeof(std::uint32_t);
   b += p.keys.capacity() * sizeof(key_entry);
-  b += p.slots.capacity() * sizeof(std::uint32_t);
+  b += p.slots.capacity() * sizeof(key_slot);
   b += p.patterns.capacity() * sizeof(pattern_entry);
   b += p.dependencies.capacity() * sizeof(dependency);
   b += p.hashes.capacity() * sizeof(value_hash);

@@ -3,70 +3,33 @@
 // (allOf, anyOf, $ref, ...) add sibling evaluations in the same frame; applicators that judge a
 // member or item add evaluations in the next frame. A finished evaluation reports to its parent,
 // whose role-specific rule (must pass, any of, one of, not, if/then/else, contains) decides at once
-// whenever it can, so failures surface at the first token that makes them certain.
+// whenever it can, so failures surface at the first token that makes them certain. Scalar values
+// (and their one-step fast path) are in evaluator_scalar.cpp.
 #include "schema/evaluator.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "schema/compile_support.hpp"
-#include "schema/formats.hpp"
 
 namespace sluice::schema::detail {
 namespace {
 
 constexpr std::uint32_t npos32 = std::numeric_limits<std::uint32_t>::max();
 
-std::uint8_t type_bits(json_kind k) {
-  switch (k) {
-    case json_kind::null: return t_null;
-    case json_kind::boolean: return t_boolean;
-    case json_kind::number: return t_number | t_integer;
-    case json_kind::string: return t_string;
-    case json_kind::array: return t_array;
-    case json_kind::object: return t_object;
-  }
-  return 0;
-}
-
 const key_entry* lookup(const program& p, const node& n, std::string_view k, std::uint64_t h) {
   const std::uint32_t mask = n.key_slots.size - 1;
-  const std::uint32_t* slots = p.slots.data() + n.key_slots.begin;
-  for (auto s = static_cast<std::uint32_t>(h) & mask;; s = (s + 1) & mask) {
-    const std::uint32_t v = slots[s];
-    if (!v) return nullptr;
-    const key_entry& e = p.keys[n.keys.begin + v - 1];
-    if (e.hash == h && p.str(e.name) == k) return &e;
+  const key_slot* slots = p.slots.data() + n.key_slots.begin;
+  const auto hi = static_cast<std::uint32_t>(h >> 32);
+  for (std::uint32_t s = key_slot_of(h, n.key_mult, n.key_shift);; s = (s + 1) & mask) {
+    const key_slot slot = slots[s];
+    if (!slot.entry) return nullptr;
+    if (slot.hash_hi == hi) {
+      const key_entry& e = p.keys[n.keys.begin + slot.entry - 1];
+      if (e.hash == h && e.name.len == k.size() && same_key(p.text.data() + e.name.off, k.data(), k.size())) return &e;
+    }
+    if (n.key_perfect) return nullptr;  // every key sits at its first slot
   }
-}
-
-double as_double(const number_value& v) {
-  switch (v.r) {
-    case number_value::rep::i64: return static_cast<double>(v.i);
-    case number_value::rep::u64: return static_cast<double>(v.u);
-    case number_value::rep::f64: return v.d;
-  }
-  return 0;
-}
-
-bool is_integral(const number_value& v) {
-  return v.r != number_value::rep::f64 || (std::isfinite(v.d) && std::trunc(v.d) == v.d);
-}
-
-bool multiple_of(const number_value& v, double m) {
-  // Exact for integers divided by integers; otherwise the quotient must be integral up to the
-  // rounding error of one division.
-  if (v.r != number_value::rep::f64 && std::trunc(m) == m && m < 9.0e18) {
-    auto mi = static_cast<std::uint64_t>(m);
-    if (v.r == number_value::rep::u64) return v.u % mi == 0;
-    std::uint64_t mag = v.i < 0 ? 0 - static_cast<std::uint64_t>(v.i) : static_cast<std::uint64_t>(v.i);
-    return mag % mi == 0;
-  }
-  double q = as_double(v) / m;
-  if (!std::isfinite(q)) return false;
-  double tol = std::max(1e-9, std::fabs(q) * 4 * std::numeric_limits<double>::epsilon());
-  return std::fabs(q - std::round(q)) <= tol;
 }
 
 value_hash hash_number(const number_value& v) {
@@ -84,102 +47,111 @@ void evaluator::reset(const program& p, const validate_limits& lim) {
   p_ = &p;
   lim_ = lim;
   depth_ = 0;
-  evals_.clear();
-  bits_.clear();
+  neval_ = nbits_ = 0;
   stopped_ = complete_ = false;
   error_ = {};
   if (push_frame()) spawn(0, npos32, role::root);
 }
 
-bool evaluator::push_frame() {
+inline std::uint32_t evaluator::alloc_bits(std::uint32_t words) {
+  const std::uint32_t at = nbits_;
+  nbits_ += words;
+  if (bits_.size() < nbits_) bits_.resize(nbits_);
+  std::fill_n(bits_.begin() + at, words, 0);
+  return at;
+}
+
+[[gnu::always_inline]] inline bool evaluator::push_frame() {
   if (depth_ >= lim_.max_depth) {
     limit("the document nests deeper than " + std::to_string(lim_.max_depth) + " levels");
     return false;
   }
-  if (frames_.size() <= depth_) frames_.emplace_back();
+  if (depth_ == nframes_) [[unlikely]] {  // grows once per new depth, then reused
+    frames_.emplace_back();
+    ++nframes_;
+  }
   frame& f = frames_[depth_++];
-  f.evals_begin = static_cast<std::uint32_t>(evals_.size());
-  f.bits_begin = static_cast<std::uint32_t>(bits_.size());
+  f.evals_begin = neval_;
+  f.bits_begin = nbits_;
   f.begun = f.is_name = f.in_object = false;
   f.items = f.code_points = 0;
   f.need_hash = f.need_content = f.count_chars = f.check_max_length = f.track_unique = false;
   f.has_property_names = false;
-  f.content.clear();  // hashers are reset by start_checks, only when a hash is needed
-  if (!f.seen.empty()) f.seen.clear();
+  // content and seen are cleared by start_details when a value starts to use them; hashers by
+  // start_checks when a hash is needed.
   return true;
 }
 
-std::uint32_t evaluator::spawn(std::uint32_t ni, std::uint32_t parent, role r) {
-  if (evals_.size() >= lim_.max_active_evaluations) {
+[[gnu::always_inline]] inline std::uint32_t evaluator::spawn(std::uint32_t ni, std::uint32_t parent, role r) {
+  if (neval_ >= lim_.max_active_evaluations) {
     limit("more than " + std::to_string(lim_.max_active_evaluations) + " subschema evaluations at once");
     return npos32;
   }
-  auto idx = static_cast<std::uint32_t>(evals_.size());
-  eval& e = evals_.emplace_back();
+  const std::uint32_t idx = neval_++;
+  if (idx == evals_cap_) [[unlikely]] {  // storage grows to the high-water mark, then is reused
+    evals_.emplace_back();
+    ++evals_cap_;
+  }
   const node& n = p_->nodes[ni];
+  eval& e = evals_[idx];
   e.n = &n;
   e.node_idx = ni;
   e.parent = parent;
-  e.r = r;
   e.depth = depth_ - 1;
-  if (n.flags & f_inplace) {
-    auto each = [&](span32 s, role rr) {
-      for (std::uint32_t i = 0; i < s.size && !stopped_; ++i) spawn(p_->indices[s.begin + i], idx, rr);
-    };
-    if (n.ref != no_node) spawn(n.ref, idx, role::must);
-    each(n.all_of, role::must);
-    each(n.any_of, role::any_of);
-    each(n.one_of, role::one_of);
-    if (n.not_ != no_node) spawn(n.not_, idx, role::not_);
-    if (n.if_ != no_node) {
-      spawn(n.if_, idx, role::if_);
-      if (n.then_ != no_node) spawn(n.then_, idx, role::then_);
-      if (n.else_ != no_node) spawn(n.else_, idx, role::else_);
-    }
-  }
+  e.bits = 0;
+  e.any_fail = e.one_fail = e.one_pass = e.contains = 0;
+  e.r = r;
+  e.state = e.if_state = e.then_state = e.else_state = tri::unknown;
+  e.any_pass = false;  // `why` is written by fail_with() before anything reads it
+  if (n.flags & f_inplace) spawn_inplace(idx);
   return idx;
 }
 
+void evaluator::spawn_inplace(std::uint32_t idx) {
+  const node& n = *evals_[idx].n;
+  auto each = [&](span32 s, role rr) {
+    for (std::uint32_t i = 0; i < s.size && !stopped_; ++i) spawn(p_->indices[s.begin + i], idx, rr);
+  };
+  if (n.ref != no_node) spawn(n.ref, idx, role::must);
+  each(n.all_of, role::must);
+  each(n.any_of, role::any_of);
+  each(n.one_of, role::one_of);
+  if (n.not_ != no_node) spawn(n.not_, idx, role::not_);
+  if (n.if_ != no_node) {
+    spawn(n.if_, idx, role::if_);
+    if (n.then_ != no_node) spawn(n.then_, idx, role::then_);
+    if (n.else_ != no_node) spawn(n.else_, idx, role::else_);
+  }
+}
+
+// Per json_kind (null, boolean, number, string, array, object): the type bits a value of that kind
+// satisfies, and the node flags that give it work at its first token and at its end.
+constexpr std::uint8_t kind_types[6] = {t_null, t_boolean, t_number | t_integer, t_string, t_array, t_object};
+constexpr std::uint32_t kind_start_flags[6] = {0, 0, 0, f_string, f_unique, f_object};
+constexpr std::uint32_t kind_end_flags[6] = {0, 0, f_numeric | f_integer_only, f_string, f_array, f_object};
+
 // First token of the value in frame d: type checks and what the rest of the value must collect.
-void evaluator::start_checks(std::uint32_t d) {
+[[gnu::always_inline]] inline void evaluator::start_checks(std::uint32_t d) {
   frame& f = frames_[d];
-  if (d > 0 && !f.is_name) f.need_hash = frames_[d - 1].need_hash || frames_[d - 1].track_unique;
-  const std::uint8_t tb = type_bits(f.kind);
-  const auto end = static_cast<std::uint32_t>(evals_.size());
-  for (std::uint32_t i = f.evals_begin; i < end && !stopped_; ++i) {
-    eval& e = evals_[i];
+  if (d > 0 && !f.is_name) {
+    const frame& parent = frames_[d - 1];
+    f.need_hash = parent.need_hash || parent.track_unique;
+  }
+  const auto k = static_cast<unsigned>(f.kind);
+  const std::uint8_t tb = kind_types[k];
+  const std::uint32_t interesting = f_enum | kind_start_flags[k];
+  eval* ev = evals_.data();  // fail() only decides evaluations, it adds none
+  const auto end = neval_;
+  for (std::uint32_t i = f.evals_begin; i < end; ++i) {
+    eval& e = ev[i];
     if (e.state != tri::unknown) continue;
     const node& n = *e.n;
-    if (n.flags & f_false) {
-      fail(i, keyword::false_schema);
+    if (!(n.types & tb) || !(n.any_types & tb) || (n.flags & f_false)) [[unlikely]] {
+      fail(i, (n.flags & f_false) ? keyword::false_schema : !(n.types & tb) ? keyword::type : keyword::any_of);
+      if (stopped_) return;
       continue;
     }
-    if (!(n.types & tb)) {
-      fail(i, keyword::type);
-      continue;
-    }
-    if (n.flags & f_enum) f.need_hash = true;
-    switch (f.kind) {
-      case json_kind::string:
-        if (n.flags & f_string) {
-          f.count_chars = true;
-          if (n.flags & f_needs_content) f.need_content = true;
-          if (n.flags & f_max_length) f.check_max_length = true;
-        }
-        break;
-      case json_kind::array:
-        if (n.flags & f_unique) f.track_unique = true;
-        break;
-      case json_kind::object:
-        if (n.property_names != no_node) f.has_property_names = true;
-        if (n.tracked_names.size) {
-          e.bits = static_cast<std::uint32_t>(bits_.size());
-          bits_.resize(bits_.size() + (n.tracked_names.size + 63) / 64, 0);
-        }
-        break;
-      default:
-        break;
-    }
+    if (n.flags & interesting) start_details(f, e);
   }
   if (f.need_hash) {
     f.sh = {};
@@ -188,32 +160,75 @@ void evaluator::start_checks(std::uint32_t d) {
   }
 }
 
-bool evaluator::begin_value(json_kind k) {
-  if (stopped_) return false;
+// The kind-specific part of start_checks, for nodes that have any.
+void evaluator::start_details(frame& f, eval& e) {
+  const node& n = *e.n;
+  if (n.flags & f_enum) f.need_hash = true;
+  switch (f.kind) {
+    case json_kind::string:
+      if (n.flags & f_string) {
+        f.count_chars = true;
+        if ((n.flags & f_needs_content) && !f.need_content) {
+          f.need_content = true;
+          f.content.clear();
+        }
+        if (n.flags & f_max_length) f.check_max_length = true;
+      }
+      break;
+    case json_kind::array:
+      if ((n.flags & f_unique) && !f.track_unique) {
+        f.track_unique = true;
+        if (!f.seen.empty()) f.seen.clear();
+      }
+      break;
+    case json_kind::object:
+      if (n.property_names != no_node) f.has_property_names = true;
+      if (n.tracked_names.size) e.bits = alloc_bits((n.tracked_names.size + 63) / 64);
+      break;
+    default:
+      break;
+  }
+}
+
+std::uint32_t evaluator::value_frame() {
   if (depth_ == 0) {
     fail_external(validation_error::kind::malformed_json, "more than one JSON value");
-    return false;
+    return npos32;
   }
   std::uint32_t d = depth_ - 1;
   if (frames_[d].begun) {
     if (frames_[d].kind != json_kind::array) {
       fail_external(validation_error::kind::malformed_json, "an object member without a key");
-      return false;
+      return npos32;
     }
     open_item(d);
-    if (stopped_) return false;
+    if (stopped_) return npos32;
     d = depth_ - 1;
   }
+  return d;
+}
+
+bool evaluator::begin_value(json_kind k) {
+  if (stopped_) return false;
+  const std::uint32_t d = value_frame();
+  if (d == npos32) return false;
+  return begin_in(d, k);
+}
+
+bool evaluator::begin_in(std::uint32_t d, json_kind k) {
   frame& f = frames_[d];
   f.begun = true;
   f.kind = k;
+  // A number is judged by its type at its first character, before its value is known (a stream
+  // may not have the rest yet): a message written now must not read a previous value.
+  if (k == json_kind::number) f.num = {};
   start_checks(d);
   return !stopped_;
 }
 
 void evaluator::open_item(std::uint32_t d) {
   const std::uint32_t index = frames_[d].items++;
-  const auto end = static_cast<std::uint32_t>(evals_.size());
+  const auto end = neval_;
   if (!push_frame()) return;
   frame& f = frames_[depth_ - 1];
   f.in_object = false;
@@ -239,8 +254,7 @@ void evaluator::open_item(std::uint32_t d) {
 }
 
 void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
-  if (!frames_[d].has_property_names) return;
-  const auto end = static_cast<std::uint32_t>(evals_.size());
+  const auto end = neval_;
   if (!push_frame()) return;
   frame& f = frames_[depth_ - 1];
   f.is_name = f.in_object = true;
@@ -253,16 +267,18 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   if (begin_value(json_kind::string) && string_part(k)) string_end();
 }
 
-void evaluator::open_member(std::uint32_t d, std::string_view k) {
+[[gnu::always_inline]] inline void evaluator::open_member(std::uint32_t d, std::string_view k) {
   const std::uint64_t h = key_hash(k);
   const std::uint32_t count = ++frames_[d].items;
-  const auto end = static_cast<std::uint32_t>(evals_.size());
+  const std::uint32_t begin = frames_[d].evals_begin;
+  const auto end = neval_;
   if (!push_frame()) return;
   const std::uint32_t md = depth_ - 1;
-  frame& f = frames_[md];
+  frame& f = frames_[md];  // frames_ does not grow again below
   f.in_object = true;
   f.key.assign(k);
-  for (std::uint32_t i = frames_[d].evals_begin; i < end && !stopped_; ++i) {
+  for (std::uint32_t i = begin; i < end && !stopped_; ++i) {
+    // spawn() may grow evals_: index it afresh each time.
     if (evals_[i].state != tri::unknown) continue;
     const node& n = *evals_[i].n;
     if (!(n.flags & f_object)) continue;
@@ -305,51 +321,13 @@ bool evaluator::key(std::string_view k) {
     return false;
   }
   const std::uint32_t d = depth_ - 1;
-  check_property_name(d, k);
-  if (!stopped_) open_member(d, k);
+  if (frames_[d].has_property_names) {
+    check_property_name(d, k);
+    if (stopped_) return false;
+  }
+  open_member(d, k);
   return !stopped_;
 }
-
-bool evaluator::null_value() { return begin_value(json_kind::null) && end_value(); }
-
-bool evaluator::bool_value(bool b) {
-  if (!begin_value(json_kind::boolean)) return false;
-  frames_[depth_ - 1].boolean = b;
-  return end_value();
-}
-
-bool evaluator::number_begin() { return begin_value(json_kind::number); }
-
-bool evaluator::number_end(number_value v) {
-  if (stopped_) return false;
-  frames_[depth_ - 1].num = v;
-  return end_value();
-}
-
-bool evaluator::string_begin() { return begin_value(json_kind::string); }
-
-bool evaluator::string_part(std::string_view s) {
-  if (stopped_) return false;
-  frame& f = frames_[depth_ - 1];
-  if (f.count_chars)
-    for (char c : s) f.code_points += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  if (f.need_content) {
-    if (f.content.size() + s.size() > lim_.max_string_bytes) {
-      limit("a string checked by pattern/format is longer than " + std::to_string(lim_.max_string_bytes) + " bytes");
-      return false;
-    }
-    f.content.append(s);
-  }
-  if (f.need_hash) f.sh.update(s);
-  if (f.check_max_length) {
-    const auto end = static_cast<std::uint32_t>(evals_.size());
-    for (std::uint32_t i = f.evals_begin; i < end && !stopped_; ++i)
-      if (evals_[i].state == tri::unknown && f.code_points > evals_[i].n->max_length) fail(i, keyword::max_length);
-  }
-  return !stopped_;
-}
-
-bool evaluator::string_end() { return !stopped_ && end_value(); }
 
 bool evaluator::end_container() {
   if (stopped_) return false;
@@ -375,20 +353,35 @@ bool evaluator::end_value() {
       case json_kind::object: f.hash = f.oh.finish(); break;
     }
   }
-  for (auto i = static_cast<std::uint32_t>(evals_.size()); i-- > f.evals_begin;) {
-    if (evals_[i].state != tri::unknown) continue;
-    end_checks(i, f);
-    if (!stopped_ && evals_[i].state == tri::unknown) pass(i);
-    if (stopped_) return false;
+  // Node flags that give this kind of value something to check at its end.
+  const std::uint32_t interesting = kind_end_flags[static_cast<unsigned>(f.kind)] | f_enum | f_inplace;
+  // No evaluation is added below (only decided), so evals_ stays where it is.
+  eval* ev = evals_.data();
+  for (auto i = neval_; i-- > f.evals_begin;) {
+    eval& e = ev[i];
+    if (e.state != tri::unknown) continue;
+    if (e.n->flags & interesting) {
+      end_checks(i, f);
+      if (stopped_) return false;
+      if (e.state != tri::unknown) continue;
+    }
+    e.state = tri::pass;
+    if (e.r != role::root && e.r != role::must) {  // a passing `must` child changes nothing
+      notify(e.parent, e, true);
+      if (stopped_) return false;
+    }
   }
-  evals_.resize(f.evals_begin);
-  bits_.resize(f.bits_begin);
+  neval_ = f.evals_begin;
+  nbits_ = f.bits_begin;
   --depth_;
   if (d == 0) {
     complete_ = true;
     return true;
   }
-  if (!f.is_name) finish_child(d);
+  if (!f.is_name) {
+    const frame& p = frames_[d - 1];
+    if (p.need_hash || p.track_unique) finish_child(d);
+  }
   return !stopped_;
 }
 
@@ -396,7 +389,7 @@ void evaluator::finish_child(std::uint32_t d) {
   frame& p = frames_[d - 1];
   const frame& c = frames_[d];
   if (p.kind == json_kind::object) {
-    if (p.need_hash) p.oh.add(hash_string(c.key), c.hash);
+    if (p.need_hash) p.oh.add(hash_string(c.key.view()), c.hash);
     return;
   }
   if (p.need_hash) p.ah.add(c.hash);
@@ -406,7 +399,7 @@ void evaluator::finish_child(std::uint32_t d) {
     return;
   }
   if (p.seen.insert(c.hash).second) return;
-  const auto end = static_cast<std::uint32_t>(evals_.size());
+  const auto end = neval_;
   for (std::uint32_t i = p.evals_begin; i < end && !stopped_; ++i)
     if (evals_[i].state == tri::unknown && (evals_[i].n->flags & f_unique)) fail(i, keyword::unique_items, c.index, d);
 }
@@ -416,25 +409,10 @@ void evaluator::end_checks(std::uint32_t ei, const frame& f) {
   const node& n = *e.n;
   switch (f.kind) {
     case json_kind::number:
-      if (n.flags & (f_numeric | f_integer_only)) {
-        if ((n.flags & f_integer_only) && !is_integral(f.num)) return fail(ei, keyword::type);
-        const double x = as_double(f.num);
-        if (n.has_minimum && x < n.minimum) return fail(ei, keyword::minimum);
-        if (n.has_maximum && x > n.maximum) return fail(ei, keyword::maximum);
-        if (n.has_xminimum && x <= n.xminimum) return fail(ei, keyword::exclusive_minimum);
-        if (n.has_xmaximum && x >= n.xmaximum) return fail(ei, keyword::exclusive_maximum);
-        if (n.has_multiple_of && !multiple_of(f.num, n.multiple_of)) return fail(ei, keyword::multiple_of);
-      }
+      if (auto kw = number_violation(n, f.num)) return fail(ei, *kw);
       break;
     case json_kind::string:
-      if (n.flags & f_string) {
-        if (f.code_points < n.min_length) return fail(ei, keyword::min_length);
-        if (f.code_points > n.max_length) return fail(ei, keyword::max_length);
-        if (n.pattern != no_node &&
-            !re2::RE2::PartialMatch(re2::StringPiece(f.content.data(), f.content.size()), *p_->regexes[n.pattern]))
-          return fail(ei, keyword::pattern);
-        if (n.format != format_kind::none && !check_format(n.format, f.content)) return fail(ei, keyword::format);
-      }
+      if (auto kw = string_violation(n, f.content, f.code_points)) return fail(ei, *kw);
       break;
     case json_kind::array:
       if (n.flags & f_array) {
@@ -560,7 +538,7 @@ std::string evaluator::path_to(std::uint32_t depth) const {
   std::string s;
   for (std::uint32_t d = 1; d <= depth && d < frames_.size(); ++d) {
     s += '/';
-    s += frames_[d].in_object ? escape_token(frames_[d].key) : std::to_string(frames_[d].index);
+    s += frames_[d].in_object ? escape_token(frames_[d].key.view()) : std::to_string(frames_[d].index);
   }
   return s;
 }

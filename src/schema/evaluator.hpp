@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -18,6 +20,49 @@
 namespace sluice::schema::detail {
 
 enum class json_kind : std::uint8_t { null, boolean, number, string, array, object };
+
+// A member name kept for paths, messages and object hashes. Names up to inline_bytes (nearly all)
+// are copied into the frame itself: no allocation and no std::string bookkeeping per member.
+class member_name {
+ public:
+  static constexpr std::size_t inline_bytes = 46;
+  void assign(std::string_view k) {
+    const std::size_t n = k.size();
+    const char* src = k.data();
+    len_ = static_cast<std::uint32_t>(n);
+    // Short names by overlapping fixed-size moves (no call into memcpy for a few bytes).
+    if (n >= 8 && n <= 16) {
+      copy_fixed<8>(buf_, src);
+      copy_fixed<8>(buf_ + n - 8, src + n - 8);
+    } else if (n >= 4 && n < 8) {
+      copy_fixed<4>(buf_, src);
+      copy_fixed<4>(buf_ + n - 4, src + n - 4);
+    } else if (n > 0 && n < 4) {  // first, middle, last: every byte of 1-3, no loop
+      buf_[0] = src[0];
+      buf_[n >> 1] = src[n >> 1];
+      buf_[n - 1] = src[n - 1];
+    } else if (n == 0) {
+    } else if (n <= inline_bytes) {
+      std::memcpy(buf_, src, n);
+    } else {
+      long_.assign(k);
+    }
+  }
+  std::string_view view() const noexcept {
+    return len_ <= inline_bytes ? std::string_view(buf_, len_) : std::string_view(long_);
+  }
+  std::string str() const { return std::string(view()); }
+
+ private:
+  template <std::size_t N>
+  static void copy_fixed(char* dst, const char* src) noexcept {
+    std::memcpy(dst, src, N);
+  }
+
+  char buf_[inline_bytes];
+  std::uint32_t len_ = 0;
+  std::string long_;
+};
 
 struct number_value {
   enum class rep : std::uint8_t { i64, u64, f64 } r = rep::i64;
@@ -47,6 +92,8 @@ class evaluator {
   bool bool_value(bool b);
   bool number_begin();              // the first characters of a number (early type check)
   bool number_end(number_value v);  // the complete number
+  bool number_value_whole(number_value v);  // a number seen whole: number_begin + number_end
+  bool string_whole(std::string_view s);    // a string seen whole: string_begin + string_part + string_end
   bool string_begin();
   bool string_part(std::string_view s);
   bool string_end();
@@ -90,23 +137,26 @@ class evaluator {
     std::size_t operator()(const value_hash& h) const noexcept { return static_cast<std::size_t>(h.a ^ h.b); }
   };
 
+  // Hot fields first (one cache line for what every value touches), the name next, then state
+  // only some values use: content and seen are cleared when a value starts to use them, not on
+  // every push, so a plain value never touches their lines.
   struct frame {
     std::uint32_t evals_begin = 0;
     std::uint32_t bits_begin = 0;
+    std::uint32_t index = 0;
+    std::uint32_t items = 0;  // members or items started so far
+    std::uint32_t code_points = 0;
     json_kind kind = json_kind::null;
     bool begun = false;
     bool is_name = false;     // a propertyNames check of a key, not a member value
     bool in_object = false;   // position in the parent: key (true) or index
-    std::string key;
-    std::uint32_t index = 0;
-    std::uint32_t items = 0;  // members or items started so far
     bool need_hash = false, need_content = false, count_chars = false, check_max_length = false;
     bool track_unique = false;
     bool has_property_names = false;  // an object some evaluation checks with propertyNames
-    std::string content;
-    std::uint32_t code_points = 0;
-    number_value num;
     bool boolean = false;
+    number_value num;
+    member_name key;
+    std::string content;
     string_hasher sh;
     array_hasher ah;
     object_hasher oh;
@@ -115,8 +165,18 @@ class evaluator {
   };
 
   bool push_frame();
+  std::uint32_t alloc_bits(std::uint32_t words);  // zeroed words at the top of bits_
+  // An evaluation of node_idx in the top frame; its in-place children (allOf, $ref, ...) follow it.
   std::uint32_t spawn(std::uint32_t node_idx, std::uint32_t parent, role r);
+  void spawn_inplace(std::uint32_t idx);
+  std::uint32_t value_frame();  // the frame of the value that begins (opening an array item); npos on error
+  bool begin_in(std::uint32_t d, json_kind k);
+  eval* lone_eval(std::uint32_t d, std::uint8_t type_bit);
+  bool close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation);
+  std::optional<keyword> number_violation(const node& n, const number_value& v);
+  std::optional<keyword> string_violation(const node& n, std::string_view content, std::uint32_t code_points);
   void start_checks(std::uint32_t d);
+  void start_details(frame& f, eval& e);
   bool end_value();
   void end_checks(std::uint32_t ei, const frame& f);
   void fail(std::uint32_t ei, keyword kw, std::uint32_t detail = 0);
@@ -136,10 +196,13 @@ class evaluator {
 
   const program* p_ = nullptr;
   validate_limits lim_;
-  std::vector<frame> frames_;
+  std::vector<frame> frames_;  // nframes_ of them, reused
+  std::uint32_t nframes_ = 0;
   std::uint32_t depth_ = 0;  // frames in use
-  std::vector<eval> evals_;
-  std::vector<std::uint64_t> bits_;
+  std::vector<eval> evals_;  // storage (evals_cap_ of them); the first neval_ are in use
+  std::uint32_t neval_ = 0, evals_cap_ = 0;
+  std::vector<std::uint64_t> bits_;  // storage; the first nbits_ are in use
+  std::uint32_t nbits_ = 0;
   bool stopped_ = false;
   bool complete_ = false;
   validation_error error_;

@@ -122,8 +122,8 @@ std::string evaluator::describe(const failure& f) const {
     case keyword::max_contains:
       return "array has more than " + std::to_string(n.max_contains) + " items matching contains";
     case keyword::unique_items: return "array item " + std::to_string(f.detail) + " repeats an earlier item";
-    case keyword::additional_properties: return "property \"" + at.key + "\" is not allowed";
-    case keyword::property_names: return "property name \"" + at.key + "\" does not match propertyNames";
+    case keyword::additional_properties: return "property \"" + at.key.str() + "\" is not allowed";
+    case keyword::property_names: return "property name \"" + at.key.str() + "\" does not match propertyNames";
     case keyword::required: return "missing required property " + name(f.detail);
     case keyword::min_properties: return "object has fewer than " + std::to_string(n.min_properties) + " properties";
     case keyword::max_properties: return "object has more than " + std::to_string(n.max_properties) + " properties";

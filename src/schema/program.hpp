@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -32,8 +33,70 @@ inline constexpr std::uint8_t t_any = 127;
 
 enum class format_kind : std::uint8_t { none, date_time, date, time, email, uuid, ipv4, ipv6, hostname, uri };
 
+namespace key_detail {
+inline std::uint64_t load8(const char* p) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline std::uint64_t load4(const char* p) noexcept {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept {
+  const unsigned __int128 r = static_cast<unsigned __int128>(a) * b;
+  return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
+}
+}  // namespace key_detail
+
 // The hash used for member-name lookups, computed once per key and shared by all evaluations.
-inline std::uint64_t key_hash(std::string_view k) noexcept { return std::hash<std::string_view>{}(k); }
+// Every byte counts (8 at a time, the tail by overlapping loads), so keys that differ anywhere
+// differ in the hash; short keys, the common case, take a few multiplies and no loop.
+inline std::uint64_t key_hash(std::string_view k) noexcept {
+  using namespace key_detail;
+  const char* p = k.data();
+  std::size_t n = k.size();
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xa0761d6478bd642fULL);
+  if (n > 16) {
+    for (; n > 16; p += 16, n -= 16)
+      h = mix(load8(p) ^ 0xe7037ed1a0b428dbULL, load8(p + 8) ^ h);
+    p = k.data() + k.size() - 16;  // the last 16 bytes (overlapping what came before)
+    n = 16;
+  }
+  std::uint64_t a = 0, b = 0;
+  if (n >= 8) {
+    a = load8(p);
+    b = load8(p + n - 8);
+  } else if (n >= 4) {
+    a = load4(p);
+    b = load4(p + n - 4);
+  } else if (n > 0) {
+    a = (static_cast<std::uint64_t>(static_cast<unsigned char>(p[0])) << 16) |
+        (static_cast<std::uint64_t>(static_cast<unsigned char>(p[n >> 1])) << 8) |
+        static_cast<unsigned char>(p[n - 1]);
+  }
+  return mix(a ^ 0x8ebc6af09c88c6e3ULL, b ^ h) ^ h;
+}
+
+// Byte equality of two keys of the same length, inlined for the short names schemas use.
+inline bool same_key(const char* a, const char* b, std::size_t n) noexcept {
+  using namespace key_detail;
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 <= n; i += 8)
+      if (load8(a + i) != load8(b + i)) return false;
+    return load8(a + n - 8) == load8(b + n - 8);
+  }
+  if (n >= 4) return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
+  if (n == 0) return true;
+  // 1-3 bytes: first, middle and last cover them all, compared at once (no loop to mispredict).
+  auto tri = [n](const char* p) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(p[0])) |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(p[n >> 1])) << 8 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(p[n - 1])) << 16;
+  };
+  return tri(a) == tri(b);
+}
 
 inline constexpr std::uint32_t no_node = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::uint32_t unbounded = std::numeric_limits<std::uint32_t>::max();
@@ -60,6 +123,17 @@ struct key_entry {
   std::uint32_t prop = no_node;
   std::uint32_t tracked = no_node;
 };
+
+// One slot of a node's key table: 0 = empty, else the top 32 bits of the key's hash (compared
+// before the key entry is touched) and 1 + its index in the node's keys.
+struct key_slot {
+  std::uint32_t hash_hi = 0;
+  std::uint32_t entry = 0;
+};
+
+inline std::uint32_t key_slot_of(std::uint64_t hash, std::uint64_t mult, std::uint8_t shift) noexcept {
+  return static_cast<std::uint32_t>((hash * mult) >> shift);
+}
 
 struct pattern_entry {
   std::uint32_t regex;  // index into program::regexes
@@ -90,6 +164,7 @@ enum node_flag : std::uint32_t {
 struct node {
   std::uint32_t flags = 0;
   std::uint8_t types = t_any;
+  std::uint8_t any_types = t_any;  // an anyOf of type-only branches, folded into a mask (compile.cpp)
   format_kind format = format_kind::none;
 
   // numbers
@@ -110,8 +185,11 @@ struct node {
 
   // objects
   span32 keys;              // into program::keys, sorted by name
-  span32 key_slots;         // open-addressing table over `keys` (power-of-two size; 0 = empty,
-                            // else 1 + index into keys), into program::slots
+  span32 key_slots;         // open-addressing table over `keys` (power-of-two size), into
+                            // program::slots; see key_slot
+  std::uint64_t key_mult = 1;     // slot of a key: (key_hash * key_mult) >> key_shift, then linear probing
+  std::uint8_t key_shift = 63;
+  bool key_perfect = false;       // every key sits at its first slot: one probe decides
   span32 pattern_props;     // into program::patterns
   std::uint32_t additional = no_node;
   std::uint32_t property_names = no_node;
@@ -137,7 +215,7 @@ struct program {
   std::vector<node> nodes;  // nodes[0] is the root
   std::vector<std::uint32_t> indices;
   std::vector<key_entry> keys;
-  std::vector<std::uint32_t> slots;
+  std::vector<key_slot> slots;
   std::vector<pattern_entry> patterns;
   std::vector<dependency> dependencies;
   std::vector<value_hash> hashes;

@@ -75,6 +75,7 @@ struct sax_handler {
     return check(ev->string_part(std::string_view(s.data(), s.size())), ec);
   }
   bool on_string(boost::json::string_view s, std::size_t n, boost::system::error_code& ec) {
+    if (!in_string) return check(ev->string_whole(std::string_view(s.data(), s.size())), ec);  // the common case
     if (!on_string_part(s, n, ec)) return false;
     in_string = false;
     return check(ev->string_end(), ec);
@@ -86,7 +87,7 @@ struct sax_handler {
     return check(ev->number_begin(), ec);
   }
   bool finish_number(number_value v, boost::system::error_code& ec) {
-    if (!in_number && !ev->number_begin()) return check(false, ec);
+    if (!in_number) return check(ev->number_value_whole(v), ec);  // the common case: one piece
     in_number = false;
     return check(ev->number_end(v), ec);
   }

@@ -152,6 +152,11 @@ TEST_P(conformance, file) {
                                             << (dom ? " error: " + dom->message + " at " + dom->schema_path : "");
       EXPECT_EQ(!sax.has_value(), expected) << file << " / " << group << " / " << desc << " (validate_text)";
       EXPECT_EQ(streamed, expected) << file << " / " << group << " / " << desc << " (stream)";
+      if (dom && sax) {  // the SAX path's shortcuts (scalar fast path) report exactly what the DOM walk does
+        EXPECT_EQ(dom->instance_path, sax->instance_path) << file << " / " << group << " / " << desc;
+        EXPECT_EQ(dom->schema_path, sax->schema_path) << file << " / " << group << " / " << desc;
+        EXPECT_EQ(dom->message, sax->message) << file << " / " << group << " / " << desc;
+      }
       ++passed;
     }
   }

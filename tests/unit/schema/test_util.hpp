@@ -22,7 +22,7 @@ inline std::shared_ptr<const sluice::schema::compiled_schema> must_compile(std::
 }
 
 // Validates through validate(), validate_text() and a stream fed `chunk` bytes at a time; all three
-// must agree on validity and on the first error's paths.
+// must agree on validity and on the first error's kind, paths and message.
 inline sluice::schema::verdict check(const std::shared_ptr<const sluice::schema::compiled_schema>& s,
                                      std::string_view instance, std::size_t chunk = 3) {
   using namespace sluice::schema;
@@ -34,13 +34,16 @@ inline sluice::schema::verdict check(const std::shared_ptr<const sluice::schema:
   if (ok) ok = static_cast<bool>(sv.finish());
   EXPECT_EQ(dom.has_value(), text.has_value()) << instance;
   EXPECT_EQ(dom.has_value(), !ok) << instance;
-  if (dom && text) {
+  if (dom && text) {  // the text path takes the scalar fast path where it can: it must say the same
+    EXPECT_EQ(dom->what, text->what) << instance;
     EXPECT_EQ(dom->instance_path, text->instance_path) << instance;
     EXPECT_EQ(dom->schema_path, text->schema_path) << instance;
+    EXPECT_EQ(dom->message, text->message) << instance;
   }
   if (dom && !ok && sv.violation()) {
     EXPECT_EQ(dom->instance_path, sv.violation()->instance_path) << instance;
     EXPECT_EQ(dom->schema_path, sv.violation()->schema_path) << instance;
+    EXPECT_EQ(dom->message, sv.violation()->message) << instance;
   }
   return dom;
 }

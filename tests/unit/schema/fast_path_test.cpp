@@ -1,0 +1,164 @@
+// The evaluator's shortcuts must not change a verdict: the scalar fast path (a value judged by one
+// plain evaluation, closed in one step) and anyOf-of-types folded into a mask at compile time give
+// the same kind, paths and message as the general path. check() runs every instance through the DOM
+// walk (general path), the SAX text parse (fast path where it applies) and a chunked stream (strings
+// split across chunks take the general path), and compares them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+using schema_test::check;
+using schema_test::must_compile;
+
+namespace {
+
+const char* order_schema = R"({
+  "type":"object",
+  "properties":{
+    "id":{"type":"string","pattern":"^ord-[0-9]{6}$"},
+    "status":{"enum":["pending","shipped"]},
+    "customer":{"type":"object","properties":{
+        "name":{"type":"string","minLength":1,"maxLength":10},
+        "email":{"type":"string","format":"email"},
+        "vip":{"type":"boolean"}},
+      "required":["name","email"],"additionalProperties":false},
+    "items":{"type":"array","minItems":1,"items":{"type":"object","properties":{
+        "sku":{"type":"string","maxLength":8},
+        "qty":{"type":"integer","minimum":1,"maximum":1000},
+        "price":{"type":"number","exclusiveMinimum":0,"multipleOf":0.01},
+        "note":{"anyOf":[{"type":"string"},{"type":"null"}]}},
+      "required":["sku","qty","price"],"additionalProperties":false}},
+    "total":{"type":["number","null"],"minimum":0},
+    "created":{"type":"string","format":"date-time"}
+  },
+  "required":["id","status","customer","items","total"],
+  "additionalProperties":false})";
+
+std::string order(const std::string& id, const std::string& name, const std::string& email, const std::string& vip,
+                  const std::string& sku, const std::string& qty, const std::string& price, const std::string& note,
+                  const std::string& total, const std::string& created) {
+  return R"({"id":)" + id + R"(,"status":"shipped","customer":{"name":)" + name + R"(,"email":)" + email +
+         R"(,"vip":)" + vip + R"(},"items":[{"sku":"A-1","qty":1,"price":2.5,"note":null},{"sku":)" + sku +
+         R"(,"qty":)" + qty + R"(,"price":)" + price + R"(,"note":)" + note + R"(}],"total":)" + total +
+         R"(,"created":)" + created + "}";
+}
+
+}  // namespace
+
+TEST(schema_fast_path, every_scalar_position_agrees_with_the_general_path) {
+  auto s = must_compile(order_schema);
+  ASSERT_TRUE(s);
+  const std::string good[10] = {R"("ord-123456")", R"("Ada")", R"("ada@example.com")", "true", R"("SKU-1")", "3",
+                                "9.99", R"("gift")", "12.5", R"("2024-05-01T10:20:30Z")"};
+  EXPECT_FALSE(check(s, order(good[0], good[1], good[2], good[3], good[4], good[5], good[6], good[7], good[8], good[9])));
+  // Each position with values that break it (and a few that do not).
+  const std::vector<std::string> variants = {"null",        "true",       "0",          "-1",           "1.5",
+                                             "1001",        "1e400",      "0.001",      R"("")",        R"("x")",
+                                             R"("ord-12")", R"("é日本語")", R"("a@b")", R"("2024-13-01T00:00:00Z")",
+                                             R"("SKU-123456789")", "[]",  "{}",         "12345678901234567890"};
+  int failures = 0;
+  for (int pos = 0; pos < 10; ++pos) {
+    for (const auto& v : variants) {
+      std::string f[10];
+      for (int i = 0; i < 10; ++i) f[i] = i == pos ? v : good[i];
+      std::string doc = order(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9]);
+      for (std::size_t chunk : {1u, 3u, 64u}) failures += check(s, doc, chunk).has_value();
+    }
+  }
+  EXPECT_GT(failures, 100) << "the variants must mostly break the document";
+}
+
+TEST(schema_fast_path, nullable_any_of_folds_without_changing_the_failure) {
+  // Folded (type-only branches) and not folded (a branch with a keyword) report the same way.
+  auto folded = must_compile(R"({"properties":{"a":{"anyOf":[{"type":"string"},{"type":"null"}]}}})");
+  auto general = must_compile(R"({"properties":{"a":{"anyOf":[{"type":"string","minLength":0},{"type":"null"}]}}})");
+  ASSERT_TRUE(folded && general);
+  for (const char* doc : {R"({"a":1})", R"({"a":[1]})", R"({"a":{"b":1}})", R"({"a":true})"}) {
+    auto f = check(folded, doc);
+    auto g = check(general, doc);
+    ASSERT_TRUE(f.has_value()) << doc;
+    ASSERT_TRUE(g.has_value()) << doc;
+    EXPECT_EQ(f->instance_path, "/a");
+    EXPECT_EQ(f->schema_path, "/properties/a/anyOf");
+    EXPECT_EQ(f->schema_path, g->schema_path);
+    EXPECT_EQ(f->message, g->message);
+  }
+  for (const char* doc : {R"({"a":"x"})", R"({"a":null})", R"({})"}) EXPECT_FALSE(check(folded, doc)) << doc;
+}
+
+TEST(schema_fast_path, folded_types_keep_integer_and_own_type_semantics) {
+  // Own type integer, anyOf number|null: 3 passes, 1.5 fails on the node's own type.
+  auto s = must_compile(R"({"type":"integer","anyOf":[{"type":"number"},{"type":"null"}]})");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(check(s, "3"));
+  auto frac = check(s, "1.5");
+  ASSERT_TRUE(frac);
+  EXPECT_EQ(frac->schema_path, "/type");
+  auto str = check(s, R"("x")");
+  ASSERT_TRUE(str);
+  EXPECT_EQ(str->schema_path, "/type");
+  // An integer-only branch is not folded: 1.5 fails anyOf at the number's end, 2 passes.
+  auto ints = must_compile(R"({"anyOf":[{"type":"integer"},{"type":"string"}]})");
+  ASSERT_TRUE(ints);
+  EXPECT_FALSE(check(ints, "2"));
+  EXPECT_FALSE(check(ints, "2.0"));
+  auto bad = check(ints, "2.5");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->schema_path, "/anyOf");
+  // anyOf beside another in-place applicator stays general (the order of failures is the same).
+  auto mixed = must_compile(R"({"allOf":[{"minimum":5}],"anyOf":[{"type":"number"},{"type":"null"}]})");
+  ASSERT_TRUE(mixed);
+  auto m = check(mixed, "3");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->schema_path, "/allOf/0/minimum");
+  EXPECT_FALSE(check(mixed, "null"));
+}
+
+TEST(schema_fast_path, limits_still_apply_on_the_fast_path) {
+  // A pattern-checked string over max_string_bytes is a limit, whole or in pieces.
+  auto s = must_compile(R"({"properties":{"a":{"type":"string","pattern":"^x"}}})");
+  ASSERT_TRUE(s);
+  sluice::schema::validate_limits lim;
+  lim.max_string_bytes = 16;
+  auto v = s->validate_text(R"({"a":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})", lim);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->what, sluice::schema::validation_error::kind::limit_exceeded);
+  EXPECT_FALSE(s->validate_text(R"({"a":"xxxxxxxxxxxxxxx"})", lim));
+  // Not buffered (no pattern/format): any length is fine.
+  auto plain = must_compile(R"({"properties":{"a":{"type":"string","maxLength":100}}})");
+  EXPECT_FALSE(plain->validate_text(R"({"a":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})", lim));
+}
+
+TEST(schema_fast_path, key_tables_find_every_name_and_only_those) {
+  // Small tables are placed collision-free (one probe), big ones probe linearly; names of every
+  // length class the hash and the compare treat apart (1-3, 4-7, 8-16, 17+ bytes, shared prefixes).
+  for (int count : {1, 2, 5, 64, 65, 300}) {
+    std::string props, members;
+    std::vector<std::string> names;
+    for (int i = 0; i < count; ++i) {
+      std::string name = i % 4 == 0   ? std::to_string(i)
+                         : i % 4 == 1 ? "key" + std::to_string(i)
+                         : i % 4 == 2 ? "a_longer_name_" + std::to_string(i)
+                                      : "a_shared_prefix_that_is_long_enough_" + std::to_string(i);
+      names.push_back(name);
+      props += (i ? "," : "") + ("\"" + name + "\":{\"type\":\"integer\"}");
+    }
+    auto s = must_compile(R"({"type":"object","additionalProperties":false,"properties":{)" + props + "}}");
+    ASSERT_TRUE(s) << count;
+    for (const auto& name : names) {
+      EXPECT_FALSE(check(s, "{\"" + name + "\":1}")) << count << " " << name;
+      auto wrong = check(s, "{\"" + name + "\":\"x\"}");
+      ASSERT_TRUE(wrong) << count << " " << name;
+      EXPECT_EQ(wrong->schema_path, "/properties/" + name + "/type");
+    }
+    for (std::string absent : {"", "k", "key", "key0", "a_longer_name_", "a_shared_prefix_that_is_long_enough_",
+                               "a_shared_prefix_that_is_long_enough_9999", "999999"}) {
+      auto v = check(s, "{\"" + absent + "\":1}");
+      ASSERT_TRUE(v) << count << " '" << absent << "'";
+      EXPECT_EQ(v->schema_path, "/additionalProperties") << count << " '" << absent << "'";
+    }
+  }
+}
