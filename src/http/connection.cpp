@@ -169,7 +169,15 @@ void connection::close() noexcept {
 void connection::on_tick(runtime::steady::time_point now) {
   if (write_since_ != runtime::steady::time_point{} && now - write_since_ > opts_.write_stall_timeout) {
     stalled_ = true;
-    close();
+    // An abortive close (RST): the client reads nothing, so whatever is queued in the kernel for it
+    // (up to the socket's send buffer, hundreds of KiB) is dropped now instead of lingering
+    // behind a FIN that would never be acknowledged.
+    error_code ec;
+    cancel_timer_.cancel();
+    if (socket_.is_open()) {
+      socket_.set_option(tcp::socket::linger(true, 0), ec);
+      socket_.close(ec);
+    }
   }
 }
 

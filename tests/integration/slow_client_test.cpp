@@ -205,10 +205,11 @@ TEST(SlowClient, NonReaderIsCutAfterWriteStallTimeoutOthersComplete) {
   std::printf("non-reader cut %lld ms after its request (write-stall-timeout 300 ms)\n",
               static_cast<long long>(took.count()));
 
-  // What the client got is a truncated stream: a 200 head, data, no [DONE], no last chunk.
+  // What the client got is a truncated stream: a 200 head, data, no [DONE], no last chunk. The cut
+  // is an abortive close (RST), so what was still queued for it in the kernels is dropped.
   std::string raw = hog.read_all();
   EXPECT_EQ(first_line(raw), "HTTP/1.1 200 OK");
-  EXPECT_GT(raw.size(), 16384u) << "the stream ran until its buffers were full";
+  EXPECT_GT(raw.size(), 1000u) << "the stream ran until its buffers were full";
   EXPECT_LT(raw.size(), 100'000'000u);
   EXPECT_EQ(raw.find("[DONE]"), std::string::npos);
 
