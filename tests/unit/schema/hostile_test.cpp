@@ -12,13 +12,15 @@ namespace json = boost::json;
 
 namespace {
 
-// Compiles `schema` expecting a refusal; returns the error and checks it took under 200 ms
-// (generous for sanitizer builds; the real cost is microseconds to a few milliseconds).
+// Compiles `schema` expecting a refusal; returns the error. The time bound is not a speed target
+// (those live in bench/schema_bench): it only catches a refusal that comes after work growing
+// with the hostile input (seconds to forever) rather than at the limit (microseconds to a few
+// milliseconds; a few hundred under ASan on a loaded 2-core CI machine).
 sluice::error refused(const json::value& schema, const compile_limits& lim = {}) {
   auto t0 = std::chrono::steady_clock::now();
   auto r = compile(schema, lim);
   auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_LT(took, std::chrono::milliseconds(200));
+  EXPECT_LT(took, std::chrono::seconds(3));
   EXPECT_FALSE(r.has_value());
   if (r) return {};
   EXPECT_EQ(r.err().code, sluice::errc::bad_request);
@@ -122,7 +124,7 @@ TEST(schema_hostile, pathological_patterns) {
   std::string text = "\"" + std::string(50000, 'a') + "!\"";
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE((*s)->validate_text(text));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "linear, not exponential (2^50000 would never end)";
 }
 
 TEST(schema_hostile, compile_limits_are_configurable) {
@@ -142,7 +144,7 @@ TEST(schema_hostile, runtime_fan_out_is_bounded) {
   std::string doc = std::string(60, '[') + std::string(60, ']');
   auto t0 = std::chrono::steady_clock::now();
   auto v = (*s)->validate_text(doc);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "stopped at the limit, not after 2^60 evaluations";
   ASSERT_TRUE(v);
   EXPECT_EQ(v->what, validation_error::kind::limit_exceeded);
 }
