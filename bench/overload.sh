@@ -33,10 +33,10 @@ base=$(rss_kib)
 ( peak=0; while kill -0 "$gw" 2>/dev/null; do r=$(rss_kib 2>/dev/null || echo 0); [ "${r:-0}" -gt "$peak" ] && peak=$r && echo "$peak" >"$BENCH_TMP/peak"; sleep 0.05; done ) &
 sampler=$!
 bench_log "flooding $FLOOD streams at 127.0.0.1:$gw_port (max-streams $MAX_STREAMS, memory-limit $MEMORY)"
-start=$(date +%s.%N)
+start=$(date +%s%N)
 "$BIN" flood --target "http://127.0.0.1:$gw_port" --concurrency "$FLOOD" --requests "$FLOOD" --model sim-1 \
   --duration 5m --json >"$BENCH_TMP/flood.json" 2>"$BENCH_TMP/flood.err" || true
-took=$(echo "$(date +%s.%N) - $start" | bc)
+took=$(( ($(date +%s%N) - start) / 1000000 ))  # ms
 after=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$gw_port/v1/chat/completions" \
   -H 'content-type: application/json' -d '{"model":"sim-1","messages":[{"role":"user","content":"hi"}]}')
 metrics=$(curl -s "http://127.0.0.1:$gw_port/metrics")
@@ -49,7 +49,7 @@ python3 - "$BENCH_TMP/flood.json" "$base" "$peak" "$MEMORY" "$after" "$rc" "$too
 import json, re, sys
 flood = json.load(open(sys.argv[1]))
 base, peak = int(sys.argv[2]), int(sys.argv[3])
-memory, after, rc, took, n, cap = sys.argv[4], sys.argv[5], sys.argv[6], float(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
+memory, after, rc, took, n, cap = sys.argv[4], sys.argv[5], sys.argv[6], float(sys.argv[7]) / 1000, int(sys.argv[8]), int(sys.argv[9])
 metrics = sys.argv[10] if len(sys.argv) > 10 else ""
 units = {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 m = re.match(r"(\d+)(KiB|MiB|GiB)?$", memory)
