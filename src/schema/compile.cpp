@@ -310,6 +310,17 @@ class compiler {
       e.hash = key_hash(name);
       entries.push_back(std::move(e));
     }
+    // The schema order of `properties`, as links between the (name-sorted) entries.
+    auto index_of = [&](const std::string& name) {
+      return static_cast<std::uint32_t>(std::distance(table.begin(), table.find(name)));
+    };
+    std::uint32_t prev = no_node;
+    for (const auto& [name, node_idx] : names) {
+      const std::uint32_t i = index_of(name);
+      if (prev == no_node) n.first_key = i;
+      else if (entries[prev].next == no_node && prev != i) entries[prev].next = i;
+      prev = i;
+    }
     std::vector<key_slot> slots = place_keys(n, entries);
     n.keys = append(p_.keys, entries);
     n.key_slots = append(p_.slots, slots);

@@ -100,6 +100,7 @@ inline std::uint32_t evaluator::alloc_bits(std::uint32_t words) {
   e.depth = depth_ - 1;
   e.bits = 0;
   e.any_fail = e.one_fail = e.one_pass = e.contains = 0;
+  e.next_key = n.first_key;
   e.r = r;
   e.state = e.if_state = e.then_state = e.else_state = tri::unknown;
   e.any_pass = false;  // `why` is written by fail_with() before anything reads it
@@ -190,7 +191,7 @@ void evaluator::start_details(frame& f, eval& e) {
   }
 }
 
-std::uint32_t evaluator::value_frame() {
+std::uint32_t evaluator::value_frame_slow() {
   if (depth_ == 0) {
     fail_external(validation_error::kind::malformed_json, "more than one JSON value");
     return npos32;
@@ -268,7 +269,8 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
 }
 
 [[gnu::always_inline]] inline void evaluator::open_member(std::uint32_t d, std::string_view k) {
-  const std::uint64_t h = key_hash(k);
+  std::uint64_t h = 0;
+  bool hashed = false;  // the hash is only needed when the predicted name is not this one
   const std::uint32_t count = ++frames_[d].items;
   const std::uint32_t begin = frames_[d].evals_begin;
   const auto end = neval_;
@@ -276,7 +278,11 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   const std::uint32_t md = depth_ - 1;
   frame& f = frames_[md];  // frames_ does not grow again below
   f.in_object = true;
-  f.key.assign(k);
+  // The member's name is kept for paths and hashes: as a view of the schema's own copy when a
+  // `properties` entry matches (the common case), else copied. During the loop below (where a
+  // failure may already write a path) it is a view of the caller's `k`, which outlives the loop.
+  f.key.refer(k);
+  const key_entry* named = nullptr;
   for (std::uint32_t i = begin; i < end && !stopped_; ++i) {
     // spawn() may grow evals_: index it afresh each time.
     if (evals_[i].state != tri::unknown) continue;
@@ -288,7 +294,21 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
     }
     bool matched = false;
     if (n.keys.size) {
-      if (const key_entry* ke = lookup(*p_, n, k, h)) {
+      const key_entry* ke = nullptr;
+      if (const std::uint32_t guess = evals_[i].next_key; guess != no_node) {
+        const key_entry& g = p_->keys[n.keys.begin + guess];
+        if (g.name.len == k.size() && same_key(p_->text.data() + g.name.off, k.data(), k.size())) ke = &g;
+      }
+      if (!ke) {
+        if (!hashed) {
+          h = key_hash(k);
+          hashed = true;
+        }
+        ke = lookup(*p_, n, k, h);
+      }
+      evals_[i].next_key = ke ? ke->next : no_node;
+      if (ke) {
+        named = ke;
         if (ke->tracked != no_node) bits_[evals_[i].bits + ke->tracked / 64] |= std::uint64_t{1} << (ke->tracked % 64);
         if (ke->prop != no_node) {
           spawn(ke->prop, i, role::must);
@@ -308,6 +328,8 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
       else spawn(n.additional, i, role::must);
     }
   }
+  if (named) f.key.refer(p_->str(named->name));
+  else f.key.assign(k);
 }
 
 bool evaluator::key(std::string_view k) {

@@ -26,7 +26,14 @@ enum class json_kind : std::uint8_t { null, boolean, number, string, array, obje
 class member_name {
  public:
   static constexpr std::size_t inline_bytes = 46;
+  // A name that lives as long as the validation (the compiled schema's own copy of a property
+  // name the member matched): kept as a view, nothing copied.
+  void refer(std::string_view k) noexcept {
+    ext_ = k.data();
+    len_ = static_cast<std::uint32_t>(k.size());
+  }
   void assign(std::string_view k) {
+    ext_ = nullptr;
     const std::size_t n = k.size();
     const char* src = k.data();
     len_ = static_cast<std::uint32_t>(n);
@@ -49,6 +56,7 @@ class member_name {
     }
   }
   std::string_view view() const noexcept {
+    if (ext_) return std::string_view(ext_, len_);
     return len_ <= inline_bytes ? std::string_view(buf_, len_) : std::string_view(long_);
   }
   std::string str() const { return std::string(view()); }
@@ -59,6 +67,7 @@ class member_name {
     std::memcpy(dst, src, N);
   }
 
+  const char* ext_ = nullptr;
   char buf_[inline_bytes];
   std::uint32_t len_ = 0;
   std::string long_;
@@ -126,6 +135,7 @@ class evaluator {
     std::uint32_t depth = 0;
     std::uint32_t bits = 0;  // offset into bits_ of the "seen tracked names" bitset
     std::uint32_t any_fail = 0, one_fail = 0, one_pass = 0, contains = 0;
+    std::uint32_t next_key = no_node;  // objects: the member name expected next (node::first_key)
     role r = role::root;
     tri state = tri::unknown;
     tri if_state = tri::unknown, then_state = tri::unknown, else_state = tri::unknown;
@@ -169,7 +179,12 @@ class evaluator {
   // An evaluation of node_idx in the top frame; its in-place children (allOf, $ref, ...) follow it.
   std::uint32_t spawn(std::uint32_t node_idx, std::uint32_t parent, role r);
   void spawn_inplace(std::uint32_t idx);
-  std::uint32_t value_frame();  // the frame of the value that begins (opening an array item); npos on error
+  // The frame of the value that begins (opening an array item); npos on error.
+  std::uint32_t value_frame() {
+    if (depth_ != 0 && !frames_[depth_ - 1].begun) [[likely]] return depth_ - 1;  // a member's value, the root
+    return value_frame_slow();
+  }
+  std::uint32_t value_frame_slow();
   bool begin_in(std::uint32_t d, json_kind k);
   eval* lone_eval(std::uint32_t d, std::uint8_t type_bit);
   bool close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation);

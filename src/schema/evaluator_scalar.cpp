@@ -66,7 +66,7 @@ std::uint32_t count_code_points(std::string_view s) noexcept {
 // no enum/const and no container above that hashes it (the common shape of structured outputs:
 // a property with a type and a few bounds). Such a value is checked and closed in one step,
 // with the same checks, verdicts and messages as the general path; anything else takes that path.
-evaluator::eval* evaluator::lone_eval(std::uint32_t d, std::uint8_t type_bit) {
+[[gnu::always_inline]] inline evaluator::eval* evaluator::lone_eval(std::uint32_t d, std::uint8_t type_bit) {
   const frame& f = frames_[d];
   if (neval_ - f.evals_begin != 1 || f.is_name) return nullptr;
   eval& e = evals_[f.evals_begin];
@@ -78,7 +78,7 @@ evaluator::eval* evaluator::lone_eval(std::uint32_t d, std::uint8_t type_bit) {
   return &e;
 }
 
-bool evaluator::close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation) {
+[[gnu::always_inline]] inline bool evaluator::close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation) {
   frame& f = frames_[d];
   const auto ei = static_cast<std::uint32_t>(&e - evals_.data());
   if (violation) {

@@ -122,6 +122,7 @@ struct key_entry {
   std::uint64_t hash = 0;  // key_hash(name)
   std::uint32_t prop = no_node;
   std::uint32_t tracked = no_node;
+  std::uint32_t next = no_node;  // the next `properties` name in schema order (index in the node's keys)
 };
 
 // One slot of a node's key table: 0 = empty, else the top 32 bits of the key's hash (compared
@@ -190,6 +191,9 @@ struct node {
   std::uint64_t key_mult = 1;     // slot of a key: (key_hash * key_mult) >> key_shift, then linear probing
   std::uint8_t key_shift = 63;
   bool key_perfect = false;       // every key sits at its first slot: one probe decides
+  // The first `properties` name in schema order (index in keys). Structured outputs emit members
+  // in that order, so the evaluator tries the predicted name before hashing (key_entry::next).
+  std::uint32_t first_key = no_node;
   span32 pattern_props;     // into program::patterns
   std::uint32_t additional = no_node;
   std::uint32_t property_names = no_node;

@@ -162,3 +162,58 @@ TEST(schema_fast_path, key_tables_find_every_name_and_only_those) {
     }
   }
 }
+
+TEST(schema_fast_path, member_names_kept_as_views_still_name_paths_and_hash_objects) {
+  // A member matched by `properties` is named by the schema's own copy of the name; others are
+  // copied. Paths, additionalProperties messages and object hashes (enum, uniqueItems) must not care.
+  auto s = must_compile(R"({"type":"array","uniqueItems":true,"items":{
+      "type":"object","properties":{"a":{"type":"object","properties":{"deep":{"type":"integer"}}},"b":{}},
+      "additionalProperties":{"type":"integer"},
+      "enum":[{"a":{"deep":1}},{"a":{"deep":2},"b":"x"},{"zzz":5}]}})");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(check(s, R"([{"a":{"deep":1}},{"b":"x","a":{"deep":2}},{"zzz":5}])"));
+  auto dup = check(s, R"([{"a":{"deep":1}},{"a":{"deep":1}}])");
+  ASSERT_TRUE(dup);
+  EXPECT_EQ(dup->schema_path, "/uniqueItems");
+  auto not_enum = check(s, R"([{"a":{"deep":3}}])");
+  ASSERT_TRUE(not_enum);
+  EXPECT_EQ(not_enum->schema_path, "/items/enum");
+  auto deep = check(s, R"([{"a":{"deep":"x"}}])");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->instance_path, "/0/a/deep");
+  auto extra = check(s, R"([{"a":{"deep":1},"zzz":"no"}])");
+  ASSERT_TRUE(extra);
+  EXPECT_EQ(extra->instance_path, "/0/zzz");
+  auto closed = must_compile(R"({"properties":{"known":{}},"additionalProperties":false})");
+  auto v = check(closed, R"({"known":1,"unknown~/name":2})");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->instance_path, "/unknown~0~1name");
+  EXPECT_EQ(v->message, "property \"unknown~/name\" is not allowed");
+}
+
+TEST(schema_fast_path, member_order_prediction_never_decides_alone) {
+  // Names are tried in schema order before hashing; any other order, repeats, gaps and unknown
+  // names must give the same verdicts as the hashed lookup.
+  auto s = must_compile(R"({"type":"object","additionalProperties":false,"required":["a","d"],
+      "properties":{"a":{"type":"integer"},"b":{"type":"string"},"c":{"type":"boolean"},"d":{"type":"null"}}})");
+  ASSERT_TRUE(s);
+  for (const char* ok : {R"({"a":1,"b":"x","c":true,"d":null})", R"({"d":null,"c":false,"b":"y","a":2})",
+                         R"({"a":1,"c":true,"b":"x","d":null})", R"({"a":1,"d":null})", R"({"d":null,"a":1,"a":2})"})
+    EXPECT_FALSE(check(s, ok)) << ok;
+  struct bad_case {
+    const char* doc;
+    const char* instance_path;
+    const char* schema_path;
+  };
+  for (auto [doc, ip, sp] : {bad_case{R"({"a":1,"b":2,"c":true,"d":null})", "/b", "/properties/b/type"},
+                             bad_case{R"({"d":null,"c":false,"b":"y","a":"no"})", "/a", "/properties/a/type"},
+                             bad_case{R"({"a":1,"bb":"x","d":null})", "/bb", "/additionalProperties"},
+                             bad_case{R"({"a":1,"B":"x","d":null})", "/B", "/additionalProperties"},
+                             bad_case{R"({"a":1,"b":"x","c":true})", "", "/required"},
+                             bad_case{R"({"a":1,"a":"x","d":null})", "/a", "/properties/a/type"}}) {
+    auto v = check(s, doc);
+    ASSERT_TRUE(v) << doc;
+    EXPECT_EQ(v->instance_path, ip) << doc;
+    EXPECT_EQ(v->schema_path, sp) << doc;
+  }
+}
