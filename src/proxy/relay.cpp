@@ -8,6 +8,12 @@
 
 namespace sluice::proxy {
 
+namespace {
+// How far a stream whose reads fill the buffer grows it (and the upstream read buffer): enough to
+// move dozens of events per system call, small enough that thousands of fast streams stay cheap.
+constexpr std::size_t fast_stream_buffer = 16 * 1024;
+}  // namespace
+
 using namespace boost::asio::experimental::awaitable_operators;
 namespace json = boost::json;
 
@@ -207,6 +213,7 @@ task<void> sse_relay::pump_events() {
       break;
     }
     account_buffer();
+    const std::size_t room = buf_.free_size();
     std::size_t n = 0;
     const bool got = co_await read_more(n);
     if (res_.client_gone) break;
@@ -246,6 +253,10 @@ task<void> sse_relay::pump_events() {
     }
     std::size_t start = buf_.size();
     buf_.commit(n);
+    if (n == room && room > 0) {  // a fast stream: larger reads and writes from now on
+      buf_.grow_for_throughput(fast_stream_buffer);
+      up_.expect_bulk(fast_stream_buffer);
+    }
     good_end_ = 0;
     chunk_start_ = start;
     auto boundary = parser_.feed(buf_.view(start, n), [this](const sse::event_view& ev) { return on_event(ev); });

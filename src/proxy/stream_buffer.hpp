@@ -27,6 +27,19 @@ class stream_buffer {
   std::size_t max() const noexcept { return max_; }
   std::string_view view(std::size_t from, std::size_t n) const noexcept { return {data_.get() + from, n}; }
 
+  // A read filled all the free space: the stream is fast. Doubles the capacity (up to `limit`, at
+  // most the bound) so the next read and write move more bytes per system call; slow streams,
+  // whose reads never fill the buffer, keep their small one.
+  void grow_for_throughput(std::size_t limit) {
+    if (limit > max_) limit = max_;
+    if (!data_ || cap_ >= limit) return;
+    std::size_t ncap = cap_ * 2 < limit ? cap_ * 2 : limit;
+    auto bigger = std::make_unique_for_overwrite<char[]>(ncap);
+    std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    cap_ = ncap;
+  }
+
   // Drops the first n bytes (they have been written), keeping the tail at the front.
   void consume(std::size_t n) noexcept {
     if (n >= size_) {

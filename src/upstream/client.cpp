@@ -60,6 +60,10 @@ unsigned response::status() const { return conn_->parser().get().result_int(); }
 const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
 bool response::done() const { return conn_->parser().is_done(); }
 
+void response::expect_bulk(std::size_t bytes) {
+  if (conn_) conn_->reserve_read(bytes);
+}
+
 void response::abort() noexcept {
   abort_.aborted_ = true;
   conn_->close();

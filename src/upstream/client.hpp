@@ -59,6 +59,8 @@ class response {
   // Reads the whole remaining body, at most `limit` bytes.
   task<result<std::string>> read_all(std::size_t limit);
   bool done() const;
+  // The body comes fast: let each socket read take up to `bytes` (grows the read buffer once).
+  void expect_bulk(std::size_t bytes);
   // Closes the connection now (it will not go back to the pool).
   void abort() noexcept;
   // Time spent getting a connection ready (pool check, or DNS + TCP + TLS) for this exchange.

@@ -35,6 +35,10 @@ class connection {
   std::size_t buffered() const noexcept { return buffer_.size(); }
   auto buffered_data() const noexcept { return buffer_.data(); }
   void consume(std::size_t n) noexcept { buffer_.consume(n); }
+  // Lets each socket read take up to n bytes (Beast reads what capacity the buffer has free).
+  void reserve_read(std::size_t n) {
+    if (buffer_.capacity() < n && n <= buffer_.max_size()) buffer_.reserve(n);
+  }
   bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
   // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).
   bool looks_dead() noexcept;
