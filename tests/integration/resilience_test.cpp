@@ -233,7 +233,9 @@ TEST(Resilience, CircuitOpensFailsFastAndClosesAfterAProbe) {
   EXPECT_EQ(ready.result_int(), 503u);
   EXPECT_NE(ready.body().find("no upstream usable"), std::string::npos);
 
-  std::this_thread::sleep_for(700ms);  // half-open: the next request is the probe
+  // Half-open once the open time has passed: the next request is the probe.
+  ASSERT_LT(test::wait_until([&] { return metric(g.port, R"(sluice_upstream_circuit_state{upstream="s"})") == 1; }, 3s),
+            3s);
   auto probe = test::post_chat(g.port, false);
   EXPECT_EQ(probe.result_int(), 200u) << probe.body();
   EXPECT_EQ(metric(g.port, R"(sluice_upstream_circuit_state{upstream="s"})"), 0);
