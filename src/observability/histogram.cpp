@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <new>
 #include <utility>
 
 namespace sluice::obs {
@@ -13,28 +14,59 @@ namespace sluice::obs {
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<double>::is_always_lock_free);
 
-histogram::histogram(std::span<const double> upper_bounds)
-    : bounds_(upper_bounds), counts_(std::make_unique<std::atomic<std::uint64_t>[]>(upper_bounds.size() + 1)) {
+namespace {
+// Each thread takes the next shard on its first observation and keeps it.
+std::size_t this_thread_shard(std::size_t shards) noexcept {
+  static std::atomic<std::size_t> next{0};
+  thread_local const std::size_t mine = next.fetch_add(1, std::memory_order_relaxed);
+  return mine % shards;
+}
+}  // namespace
+
+histogram::histogram(std::span<const double> upper_bounds) : bounds_(upper_bounds) {
   assert(std::adjacent_find(bounds_.begin(), bounds_.end(), std::greater_equal<>()) == bounds_.end());
+  constexpr std::size_t slot = sizeof(std::uint64_t);
+  static_assert(sizeof(std::atomic<double>) == slot && sizeof(std::atomic<std::uint64_t>) == slot);
+  const std::size_t per_line = line / slot;
+  stride_ = (bounds_.size() + 2 + per_line - 1) / per_line * per_line;  // sum + counts, whole lines
+  raw_ = std::make_unique<std::byte[]>(shards * stride_ * slot + line);
+  auto addr = reinterpret_cast<std::uintptr_t>(raw_.get());
+  slots_ = raw_.get() + ((line - addr % line) % line);
+  for (std::size_t s = 0; s < shards; ++s) {
+    new (&shard_sum(s)) std::atomic<double>(0.0);
+    for (std::size_t i = 0; i <= bounds_.size(); ++i) new (&shard_counts(s)[i]) std::atomic<std::uint64_t>(0);
+  }
+}
+
+std::atomic<double>& histogram::shard_sum(std::size_t s) const noexcept {
+  return *reinterpret_cast<std::atomic<double>*>(slots_ + s * stride_ * sizeof(std::uint64_t));
+}
+
+std::atomic<std::uint64_t>* histogram::shard_counts(std::size_t s) const noexcept {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(slots_ + (s * stride_ + 1) * sizeof(std::uint64_t));
 }
 
 void histogram::observe(double value) noexcept {
   if (std::isnan(value)) return;
   // Prometheus buckets are "less than or equal": the first bound >= value.
   const auto i = static_cast<std::size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  const std::size_t s = this_thread_shard(shards);
   // Relaxed is enough: a scrape needs each counter to be exact eventually, not ordered with others.
-  counts_[i].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(value, std::memory_order_relaxed);
+  shard_counts(s)[i].fetch_add(1, std::memory_order_relaxed);
+  shard_sum(s).fetch_add(value, std::memory_order_relaxed);
 }
 
 std::uint64_t histogram::count() const noexcept {
   std::uint64_t n = 0;
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) n += counts_[i].load(std::memory_order_relaxed);
+  for (std::size_t s = 0; s < shards; ++s)
+    for (std::size_t i = 0; i <= bounds_.size(); ++i) n += shard_counts(s)[i].load(std::memory_order_relaxed);
   return n;
 }
 
 double histogram::sum() const noexcept {
-  return sum_.load(std::memory_order_relaxed);
+  double total = 0;
+  for (std::size_t s = 0; s < shards; ++s) total += shard_sum(s).load(std::memory_order_relaxed);
+  return total;
 }
 
 prometheus::ClientMetric::Histogram histogram::snapshot() const {
@@ -42,7 +74,7 @@ prometheus::ClientMetric::Histogram histogram::snapshot() const {
   h.bucket.reserve(bounds_.size() + 1);
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += counts_[i].load(std::memory_order_relaxed);
+    for (std::size_t s = 0; s < shards; ++s) cumulative += shard_counts(s)[i].load(std::memory_order_relaxed);
     prometheus::ClientMetric::Bucket b;
     b.cumulative_count = cumulative;
     b.upper_bound = i < bounds_.size() ? bounds_[i] : std::numeric_limits<double>::infinity();

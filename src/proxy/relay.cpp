@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include "http/error_response.hpp"
+#include "proxy/event_scan.hpp"
 
 namespace sluice::proxy {
 
@@ -97,48 +98,43 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     good_end_ = ev.end;
     return true;
   }
-  unsigned char stack[4096];
-  json::monotonic_resource mr(stack, sizeof stack);
-  error_code ec;
-  json::value v = json::parse(ev.data, ec, &mr);
-  if (ec || !v.is_object()) {
+  event_facts facts;
+  if (!scan_event(ev.data, facts)) {
     ending_ = error::make(errc::upstream_protocol, "upstream sent a malformed stream event (not JSON)");
     return false;
   }
-  const auto& obj = v.get_object();
-  if (check_) {  // structured outputs: the same parse feeds the schema check
-    if (auto e = check_->on_event(obj)) {
+  if (check_) {  // structured outputs: the check reads the values, so this event is parsed too
+    unsigned char stack[4096];
+    json::monotonic_resource mr(stack, sizeof stack);
+    error_code ec;
+    json::value v = json::parse(ev.data, ec, &mr);
+    if (ec || !v.is_object()) {  // scan_event accepted it, so this is only an allocation failure
+      ending_ = error::make(errc::internal, "could not parse a stream event for the schema check");
+      return false;
+    }
+    if (auto e = check_->on_event(v.get_object())) {
       ending_ = std::move(*e);
       return false;
     }
   }
+  using type_kind = event_facts::type_kind;
   if (responses_end_) {  // Responses API: a terminal event instead of [DONE]
-    if (const auto* t = obj.if_contains("type"); t && t->is_string()) {
-      const auto& type = t->get_string();
-      if (type == "response.completed" || type == "response.incomplete") saw_done_ = true;
-      else if (type == "response.failed" || type == "error") saw_error_event_ = true;
-    }
+    if (facts.type == type_kind::completed || facts.type == type_kind::incomplete) saw_done_ = true;
+    else if (facts.type == type_kind::failed || facts.type == type_kind::error) saw_error_event_ = true;
   }
-  if (obj.contains("error")) saw_error_event_ = true;  // the upstream's own in-band error: forward it
-  const json::object* usage_obj = nullptr;
-  if (const auto* usage = obj.if_contains("usage"); usage && usage->is_object()) {
-    usage_obj = &usage->get_object();
-    if (const auto* c = usage_obj->if_contains("completion_tokens"); c && c->is_int64())
-      res_.completion_tokens = static_cast<std::uint64_t>(c->get_int64());
-    if (const auto* p = usage_obj->if_contains("prompt_tokens"); p && p->is_int64())
-      res_.prompt_tokens = static_cast<std::uint64_t>(p->get_int64());
-    // Responses API: input_tokens / output_tokens.
-    if (const auto* c = usage_obj->if_contains("output_tokens"); c && c->is_int64())
-      res_.completion_tokens = static_cast<std::uint64_t>(c->get_int64());
-    if (const auto* p = usage_obj->if_contains("input_tokens"); p && p->is_int64())
-      res_.prompt_tokens = static_cast<std::uint64_t>(p->get_int64());
+  if (facts.has_error) saw_error_event_ = true;  // the upstream's own in-band error: forward it
+  if (facts.usage_object) {
+    // Chat completions: prompt_tokens / completion_tokens; Responses API: input_ / output_tokens.
+    if (facts.completion_tokens >= 0) res_.completion_tokens = static_cast<std::uint64_t>(facts.completion_tokens);
+    if (facts.prompt_tokens >= 0) res_.prompt_tokens = static_cast<std::uint64_t>(facts.prompt_tokens);
+    if (facts.output_tokens >= 0) res_.completion_tokens = static_cast<std::uint64_t>(facts.output_tokens);
+    if (facts.input_tokens >= 0) res_.prompt_tokens = static_cast<std::uint64_t>(facts.input_tokens);
   }
   bool content = false;
-  const auto* choices = obj.if_contains("choices");
-  if (choices && choices->is_array() && !choices->get_array().empty()) {
+  if (facts.choices_array && facts.choices > 0) {
     ++res_.content_events;
     content = true;
-  } else if (strip_usage_ && usage_obj && choices && choices->is_array()) {
+  } else if (strip_usage_ && facts.usage_object && facts.choices_array) {
     // The usage chunk the client did not ask for: account it above, leave it out of the write.
     drop_from_ = good_end_ > 0 ? chunk_start_ + good_end_ : 0;
     drop_to_ = chunk_start_ + ev.end;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,15 @@ class parser {
 
  private:
   enum class line_result { none, dispatched, stop };
+  // Offset of the first CR or LF at or after pos, or chunk.size(): two memchr scans (vectorised)
+  // instead of a byte loop; streams end lines with LF, so the CR scan stops at that LF.
+  static std::size_t find_line_end(std::string_view chunk, std::size_t pos) noexcept {
+    const char* b = chunk.data() + pos;
+    std::size_t len = chunk.size() - pos;
+    if (const void* lf = std::memchr(b, '\n', len)) len = static_cast<std::size_t>(static_cast<const char*>(lf) - b);
+    if (const void* cr = std::memchr(b, '\r', len)) len = static_cast<std::size_t>(static_cast<const char*>(cr) - b);
+    return pos + len;
+  }
   template <class OnEvent>
   line_result process_line(std::string_view line, OnEvent& on_event);
   void process_field(std::string_view name, std::string_view value);
@@ -114,9 +124,7 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
     }
   }
   while (pos < n) {
-    // Find the next line terminator.
-    std::size_t end = pos;
-    while (end < n && chunk[end] != '\n' && chunk[end] != '\r') ++end;
+    const std::size_t end = find_line_end(chunk, pos);
     if (end == n) {
       std::size_t add = n - pos;
       if (event_bytes_ + add > max_event_bytes_)

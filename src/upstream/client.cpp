@@ -71,40 +71,42 @@ void response::abort() noexcept {
 
 task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
   auto& p = conn_->parser();
+  p.eager(true);  // one put() decodes every chunk the buffer holds, not one parser step
+  std::size_t n = 0;
   while (!p.is_done()) {
-    p.get().body().data = dst;
-    p.get().body().size = cap;
-    p.get().body().more = true;
+    // Decode what is already buffered into dst: every chunk one socket read brought goes out with
+    // one write of the relay, and the socket is read only when nothing decodable is left.
+    error_code ec;
+    if (conn_->buffered() > 0) {
+      p.get().body().data = dst + n;
+      p.get().body().size = cap - n;
+      p.get().body().more = true;
+      const std::size_t room = cap - n;
+      conn_->consume(p.put(net::buffer(conn_->buffered_data()), ec));
+      n += room - p.get().body().size;
+      if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
+      if (ec) co_return error::make(errc::upstream_protocol, "upstream sent a malformed response body: " + ec.message());
+      if (n > 0) break;
+      if (p.is_done()) break;
+    }
     conn_->tcp().expires_after(conn_->idle_timeout);
-    error_code ec = co_await conn_->read_body_some();
-    std::size_t n = cap - p.get().body().size;
-    if (ec) {
-      if (ec == bhttp::error::partial_message || ec == net::error::eof || ec == bhttp::error::end_of_stream) {
+    bool eof = false;
+    ec = co_await conn_->read_more(eof);
+    if (!ec && eof) {
+      p.put_eof(ec);  // the end of a close-delimited body; anything else was cut short
+      if (ec) {
         error e = error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
         co_return e;
       }
+    }
+    if (ec) {
+      if (ec == bhttp::error::buffer_overflow)
+        co_return error::make(errc::upstream_protocol, "upstream sent a malformed response body");
       co_return map_io_error(ec, "while reading the response body", abort_.aborted_);
     }
-    if (n > 0) {
-      // Decode whatever else already arrived (more chunks of the same read) before returning, so
-      // the relay writes everything one socket read brought with one write.
-      while (n < cap && conn_->buffered() > 0 && !p.is_done()) {
-        p.get().body().data = dst + n;
-        p.get().body().size = cap - n;
-        const std::size_t before = cap - n;
-        std::size_t parsed = p.put(net::buffer(conn_->buffered_data()), ec);
-        conn_->consume(parsed);
-        if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
-        if (ec) break;  // reported by the next read
-        std::size_t got = before - p.get().body().size;
-        n += got;
-        if (parsed == 0 && got == 0) break;
-      }
-      co_return n;
-    }
   }
-  conn_->tcp().expires_never();
-  co_return std::size_t{0};
+  if (n == 0 || p.is_done()) conn_->tcp().expires_never();
+  co_return n;
 }
 
 task<result<std::string>> response::read_all(std::size_t limit) {

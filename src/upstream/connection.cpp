@@ -31,11 +31,28 @@ task<error_code> connection::read_head() {
   co_return ec;
 }
 
-task<error_code> connection::read_body_some() {
+task<error_code> connection::read_more(bool& eof) {
+  eof = false;
+  const std::size_t room = buffer_.max_size() - buffer_.size();
+  const std::size_t want = std::min(read_window_, room);
+  if (want == 0) co_return bhttp::error::buffer_overflow;  // unparsable bytes fill the buffer
   error_code ec;
-  co_await std::visit([&](auto& s) { return bhttp::async_read_some(s, buffer_, *parser_, ec_out(ec)); }, stream_);
-  if (ec == bhttp::error::need_buffer) ec = {};
+  auto space = buffer_.prepare(want);
+  std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
+  buffer_.commit(n);
+  if (ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
+    // stream_truncated: a TLS peer that closed without close_notify; the parser decides whether
+    // the body was complete (a close-delimited body) or cut short.
+    eof = true;
+    co_return error_code{};
+  }
+  if (!ec && n == want && read_window_ < max_read_window) read_window_ = std::min(read_window_ * 2, max_read_window);
   co_return ec;
+}
+
+void connection::shrink() {
+  read_window_ = initial_read_window;
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
 }
 
 void connection::reset_parser(std::size_t max_head) {
@@ -68,6 +85,7 @@ void pool::put(std::unique_ptr<connection> c) {
     idle.front()->close();
     idle.erase(idle.begin());
   }
+  c->shrink();
   c->idle_since = std::chrono::steady_clock::now();
   idle.push_back(std::move(c));
 }

@@ -2,6 +2,7 @@
 // of the exchange in progress. Internal to upstream/; owned by a response or the pool, one thread.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <variant>
 
@@ -27,7 +28,10 @@ class connection {
 
   task<error_code> write(request& req);
   task<error_code> read_head();
-  task<error_code> read_body_some();
+  // One socket read of body bytes into the buffer (nothing is parsed): at most the read window,
+  // which doubles (up to max_read_window) each time a read fills it, so a fast body moves in large
+  // reads while a slow one keeps a small buffer. Sets `eof` instead of failing on a clean close.
+  task<error_code> read_more(bool& eof);
 
   // Starts a fresh exchange (a new parser) on this connection.
   void reset_parser(std::size_t max_head);
@@ -35,10 +39,14 @@ class connection {
   std::size_t buffered() const noexcept { return buffer_.size(); }
   auto buffered_data() const noexcept { return buffer_.data(); }
   void consume(std::size_t n) noexcept { buffer_.consume(n); }
-  // Lets each socket read take up to n bytes (Beast reads what capacity the buffer has free).
-  void reserve_read(std::size_t n) {
-    if (buffer_.capacity() < n && n <= buffer_.max_size()) buffer_.reserve(n);
-  }
+  // Lets each socket read take up to n bytes (at most max_read_window) from now on.
+  void reserve_read(std::size_t n) noexcept { read_window_ = std::clamp(n, read_window_, max_read_window); }
+  std::size_t read_window() const noexcept { return read_window_; }
+  // Back to a small read buffer (an idle pooled connection keeps no large one).
+  void shrink();
+
+  static constexpr std::size_t initial_read_window = 1024;
+  static constexpr std::size_t max_read_window = 16 * 1024;
   bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
   // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).
   bool looks_dead() noexcept;
@@ -51,6 +59,7 @@ class connection {
  private:
   std::variant<plain, secure> stream_;
   beast::flat_buffer buffer_;
+  std::size_t read_window_ = initial_read_window;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
 };
 

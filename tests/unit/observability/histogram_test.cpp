@@ -84,6 +84,24 @@ TEST(histogram, concurrent_observers_lose_nothing) {
   EXPECT_EQ(cumulative(h), (std::vector<std::uint64_t>{100000, 100000, 200000, 200000}));
 }
 
+TEST(histogram, more_threads_than_shards_share_them_and_lose_nothing) {
+  // The counters are sharded per thread; 19 threads over 8 shards put up to three on one shard.
+  histogram h(small_bounds);
+  constexpr int threads = 19;
+  constexpr int per_thread = 10000;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&h] {
+      for (int i = 0; i < per_thread; ++i) h.observe(2.0);
+    });
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(h.count(), static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_EQ(h.sum(), 2.0 * threads * per_thread);
+  const auto snap = h.snapshot();
+  EXPECT_EQ(snap.sample_count, static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_EQ(snap.sample_sum, 2.0 * threads * per_thread);
+}
+
 TEST(histogram_family, labels_each_member_and_keeps_members_apart) {
   histogram_family f("x_seconds", "help text", small_bounds, "stage", {"a", "b"});
   ASSERT_EQ(f.size(), 2u);

@@ -1,0 +1,174 @@
+#include "proxy/event_scan.hpp"
+
+#include <cstring>
+
+#include <boost/json/basic_parser_impl.hpp>
+
+namespace sluice::proxy {
+
+namespace {
+
+using boost::json::string_view;
+using boost::system::error_code;
+
+// Names are compared only when complete; a name longer than any we look for is simply not ours.
+constexpr std::size_t name_cap = 24;
+
+enum class top_key : std::uint8_t { other, choices, usage, error, type };
+enum class usage_key : std::uint8_t { other, completion_tokens, prompt_tokens, output_tokens, input_tokens };
+
+class scan_handler {
+ public:
+  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
+
+  explicit scan_handler(event_facts& f) : f_(f) {}
+
+  bool on_document_begin(error_code&) { return true; }
+  bool on_document_end(error_code&) { return true; }
+
+  bool on_object_begin(error_code&) {
+    if (depth_ == 0) top_object_ = true;
+    else if (depth_ == 1 && top_ == top_key::usage) f_.usage_object = true;
+    enter(false);
+    return true;
+  }
+  bool on_object_end(std::size_t, error_code&) { return leave(); }
+  bool on_array_begin(error_code& ec) {
+    if (depth_ == 0) return fail(ec);  // the payload must be an object
+    const bool choices = depth_ == 1 && top_ == top_key::choices;
+    if (choices) f_.choices_array = true;
+    enter(choices);
+    return true;
+  }
+  bool on_array_end(std::size_t, error_code&) { return leave(); }
+
+  bool on_key_part(string_view s, std::size_t, error_code&) {
+    append(s);
+    return true;
+  }
+  bool on_key(string_view s, std::size_t, error_code&) {
+    append(s);
+    const std::string_view name(name_, name_len_ <= name_cap ? name_len_ : 0);
+    if (depth_ == 1) top_ = classify_top(name);
+    else if (depth_ == 2 && top_ == top_key::usage && f_.usage_object) usage_ = classify_usage(name);
+    name_len_ = 0;
+    return true;
+  }
+  bool on_string_part(string_view s, std::size_t, error_code&) {
+    if (depth_ == 1 && top_ == top_key::type) append(s);
+    return true;
+  }
+  bool on_string(string_view s, std::size_t, error_code& ec) {
+    if (depth_ == 1 && top_ == top_key::type) {
+      append(s);
+      classify_type(std::string_view(name_, name_len_ <= name_cap ? name_len_ : 0));
+    }
+    name_len_ = 0;
+    return scalar(ec);
+  }
+  bool on_number_part(string_view, error_code&) { return true; }
+  bool on_int64(std::int64_t i, string_view, error_code& ec) {
+    if (depth_ == 2 && top_ == top_key::usage) set_usage(i);
+    return scalar(ec);
+  }
+  bool on_uint64(std::uint64_t u, string_view, error_code& ec) {
+    if (depth_ == 2 && top_ == top_key::usage && u <= static_cast<std::uint64_t>(INT64_MAX))
+      set_usage(static_cast<std::int64_t>(u));
+    return scalar(ec);
+  }
+  bool on_double(double, string_view, error_code& ec) { return scalar(ec); }
+  bool on_bool(bool, error_code& ec) { return scalar(ec); }
+  bool on_null(error_code& ec) { return scalar(ec); }
+  bool on_comment_part(string_view, error_code&) { return true; }
+  bool on_comment(string_view, error_code&) { return true; }
+
+  bool top_object() const noexcept { return top_object_; }
+
+ private:
+  static top_key classify_top(std::string_view n) noexcept {
+    if (n == "choices") return top_key::choices;
+    if (n == "usage") return top_key::usage;
+    if (n == "error") return top_key::error;
+    if (n == "type") return top_key::type;
+    return top_key::other;
+  }
+  static usage_key classify_usage(std::string_view n) noexcept {
+    if (n == "completion_tokens") return usage_key::completion_tokens;
+    if (n == "prompt_tokens") return usage_key::prompt_tokens;
+    if (n == "output_tokens") return usage_key::output_tokens;
+    if (n == "input_tokens") return usage_key::input_tokens;
+    return usage_key::other;
+  }
+  void classify_type(std::string_view v) noexcept {
+    using t = event_facts::type_kind;
+    if (v == "response.completed") f_.type = t::completed;
+    else if (v == "response.incomplete") f_.type = t::incomplete;
+    else if (v == "response.failed") f_.type = t::failed;
+    else if (v == "error") f_.type = t::error;
+  }
+  void set_usage(std::int64_t v) noexcept {
+    if (!f_.usage_object) return;
+    switch (usage_) {
+      case usage_key::completion_tokens: f_.completion_tokens = v; break;
+      case usage_key::prompt_tokens: f_.prompt_tokens = v; break;
+      case usage_key::output_tokens: f_.output_tokens = v; break;
+      case usage_key::input_tokens: f_.input_tokens = v; break;
+      case usage_key::other: break;
+    }
+  }
+  void append(string_view s) noexcept {
+    if (name_len_ + s.size() <= name_cap) std::memcpy(name_ + name_len_, s.data(), s.size());
+    name_len_ += s.size();
+  }
+  // Called for every value: counts the elements of the top-level choices array and notes an
+  // "error" member whatever its value.
+  void value() noexcept {
+    if (depth_ == 1 && top_ == top_key::error) f_.has_error = true;
+    if (depth_ == 2 && in_choices_) ++f_.choices;
+  }
+  bool scalar(error_code& ec) {
+    if (depth_ == 0) return fail(ec);  // a bare scalar document: not an object
+    value();
+    return true;
+  }
+  // `choices`: the container entered is the top-level choices array. Only depth 2's parent
+  // matters, so the flag is kept for the container at depth 1.
+  void enter(bool choices) noexcept {
+    value();
+    if (depth_ == 1) in_choices_ = choices;
+    ++depth_;
+  }
+  bool leave() noexcept {
+    --depth_;
+    if (depth_ == 1) in_choices_ = false;
+    return true;
+  }
+  static bool fail(error_code& ec) {
+    ec = boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
+    return false;
+  }
+
+  event_facts& f_;
+  std::size_t depth_ = 0;
+  bool top_object_ = false;
+  top_key top_ = top_key::other;
+  usage_key usage_ = usage_key::other;
+  bool in_choices_ = false;  // the container at depth 1 is the top-level choices array
+  char name_[name_cap];
+  std::size_t name_len_ = 0;
+};
+
+}  // namespace
+
+bool scan_event(std::string_view payload, event_facts& out) {
+  out = event_facts{};
+  boost::json::basic_parser<scan_handler> p(boost::json::parse_options{}, out);
+  error_code ec;
+  const std::size_t n = p.write_some(false, payload.data(), payload.size(), ec);
+  return !ec && n == payload.size() && p.done() && p.handler().top_object();
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,26 @@
+// event_scan: what the relay needs to know about one streamed event's JSON payload (is it a JSON
+// object, does it carry choices, usage, an error, a Responses API type), read in one pass of a
+// validating SAX parser without building a DOM. The relay scans every event it forwards, so this
+// is on the per-chunk path; the structured-output check, which needs the values, still parses.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sluice::proxy {
+
+struct event_facts {
+  bool choices_array = false;     // a top-level "choices" that is an array
+  std::uint32_t choices = 0;      // its element count
+  bool usage_object = false;      // a top-level "usage" that is an object
+  bool has_error = false;         // a top-level "error" member
+  // Token counts inside "usage", -1 when absent or not an integer.
+  std::int64_t completion_tokens = -1, prompt_tokens = -1, output_tokens = -1, input_tokens = -1;
+  // The top-level "type" string (Responses API events), when it is one of these.
+  enum class type_kind : std::uint8_t { none, completed, incomplete, failed, error } type = type_kind::none;
+};
+
+// Scans `payload` (the event's data). False when it is not a single, well-formed JSON object.
+bool scan_event(std::string_view payload, event_facts& out);
+
+}  // namespace sluice::proxy

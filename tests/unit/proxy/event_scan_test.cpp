@@ -1,0 +1,150 @@
+// scan_event against a DOM-built oracle: every field must agree on every sample, and malformed
+// payloads must be refused exactly where boost::json::parse refuses them (or the top level is not
+// an object).
+#include "proxy/event_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <string>
+#include <vector>
+
+namespace sluice::proxy {
+namespace {
+
+namespace json = boost::json;
+
+// The oracle: the same facts read from a parsed DOM.
+bool oracle(std::string_view text, event_facts& f) {
+  f = event_facts{};
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return false;
+  const auto& o = v.get_object();
+  if (const auto* c = o.if_contains("choices"); c && c->is_array()) {
+    f.choices_array = true;
+    f.choices = static_cast<std::uint32_t>(c->get_array().size());
+  }
+  if (const auto* u = o.if_contains("usage"); u && u->is_object()) {
+    f.usage_object = true;
+    auto num = [&](const char* k) -> std::int64_t {
+      const auto* x = u->get_object().if_contains(k);
+      if (x && x->is_int64()) return x->get_int64();
+      if (x && x->is_uint64() && x->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+        return static_cast<std::int64_t>(x->get_uint64());
+      return -1;
+    };
+    f.completion_tokens = num("completion_tokens");
+    f.prompt_tokens = num("prompt_tokens");
+    f.output_tokens = num("output_tokens");
+    f.input_tokens = num("input_tokens");
+  }
+  f.has_error = o.contains("error");
+  if (const auto* t = o.if_contains("type"); t && t->is_string()) {
+    using k = event_facts::type_kind;
+    const auto& s = t->get_string();
+    if (s == "response.completed") f.type = k::completed;
+    else if (s == "response.incomplete") f.type = k::incomplete;
+    else if (s == "response.failed") f.type = k::failed;
+    else if (s == "error") f.type = k::error;
+  }
+  return true;
+}
+
+void expect_same(std::string_view text) {
+  SCOPED_TRACE(std::string(text));
+  event_facts got, want;
+  const bool ok = scan_event(text, got);
+  const bool want_ok = oracle(text, want);
+  ASSERT_EQ(ok, want_ok);
+  if (!ok) return;
+  EXPECT_EQ(got.choices_array, want.choices_array);
+  EXPECT_EQ(got.choices, want.choices);
+  EXPECT_EQ(got.usage_object, want.usage_object);
+  EXPECT_EQ(got.has_error, want.has_error);
+  EXPECT_EQ(got.completion_tokens, want.completion_tokens);
+  EXPECT_EQ(got.prompt_tokens, want.prompt_tokens);
+  EXPECT_EQ(got.output_tokens, want.output_tokens);
+  EXPECT_EQ(got.input_tokens, want.input_tokens);
+  EXPECT_EQ(got.type, want.type);
+}
+
+const std::vector<std::string> samples = {
+    // chat chunks
+    R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]})",
+    R"({"id":"c1","choices":[{"index":0,"delta":{"role":"assistant"}},{"index":1,"delta":{}},{"index":2,"delta":{"content":"x"}}]})",
+    R"({"id":"c1","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}})",
+    R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":7},"completion_tokens_details":{"reasoning_tokens":3}}})",
+    R"({"choices":[{"logprobs":{"content":[{"token":"a","logprob":-1,"top_logprobs":[]}]},"delta":{"content":"a"}}],"usage":null})",
+    R"({"choices":[[1,2],[3],4,"five",null,true,{"a":[{"b":[]}]}]})",
+    R"({"choices":{"not":"an array"}})",
+    R"({"choices":"text"})",
+    R"({"choices":[{"usage":{"completion_tokens":99}}],"type":"x"})",
+    R"({"usage":{"completion_tokens":18446744073709551615,"prompt_tokens":-3,"input_tokens":1.5,"output_tokens":"9"}})",
+    R"({"usage":[1,2],"choices":[]})",
+    R"({"usage":{"input_tokens":5,"output_tokens":6}})",
+    // errors
+    R"({"error":{"message":"boom","type":"server_error","param":null,"code":null}})",
+    R"({"error":null})",
+    R"({"error":"text"})",
+    R"({"data":{"error":{"message":"nested"}}})",
+    // Responses API
+    R"({"type":"response.output_text.delta","delta":"hi"})",
+    R"({"type":"response.completed","response":{"id":"r","status":"completed","usage":{"input_tokens":3,"output_tokens":4}}})",
+    R"({"type":"response.incomplete"})",
+    R"({"type":"response.failed","response":{"type":"response.completed"}})",
+    R"({"type":"error","code":"x"})",
+    R"({"type":7})",
+    R"({"type":"response.completed.extra.long.string.beyond.the.name.buffer"})",
+    // names: escaped, longer than the buffer, near misses
+    R"({"cho\u0069ces":[1],"\u0075sage":{"prompt_tokens":2}})",
+    R"({"choicesX":[1],"choices_and_a_much_longer_name_than_any_we_read":[1],"usag":{}})",
+    R"({})",
+    R"(  {"choices":[1]}  )",
+    // malformed or not an object
+    R"([{"choices":[]}])",
+    R"("text")",
+    R"(42)",
+    R"(null)",
+    R"()",
+    R"({"choices":[1,]})",
+    R"({"choices":[1])",
+    R"({"choices":[1]} x)",
+    R"({}{})",
+    R"({'a':1})",
+    "{\"a\":\"\xff\"}",
+};
+
+TEST(EventScan, AgreesWithTheDomOnEverySample) {
+  for (const auto& s : samples) expect_same(s);
+}
+
+TEST(EventScan, AgreesOnEveryPrefixOfTheSamples) {
+  // Truncated payloads (an upstream cut mid-event) are refused like the DOM parser refuses them.
+  for (const auto& s : samples)
+    for (std::size_t i = 0; i < s.size(); ++i) expect_same(std::string_view(s).substr(0, i));
+}
+
+TEST(EventScan, NestingBeyondTheParserDepthIsRefused) {
+  std::string deep(40, '[');
+  deep = "{\"a\":" + deep + std::string(40, ']') + "}";
+  event_facts f;
+  EXPECT_FALSE(scan_event(deep, f));
+  expect_same(deep);
+}
+
+TEST(EventScan, CountsChoicesAndReadsUsage) {
+  event_facts f;
+  ASSERT_TRUE(scan_event(samples[1], f));
+  EXPECT_TRUE(f.choices_array);
+  EXPECT_EQ(f.choices, 3u);
+  ASSERT_TRUE(scan_event(samples[3], f));
+  EXPECT_EQ(f.choices, 0u);
+  EXPECT_TRUE(f.usage_object);
+  EXPECT_EQ(f.prompt_tokens, 1);
+  EXPECT_EQ(f.completion_tokens, 2);
+  EXPECT_FALSE(f.has_error);
+}
+
+}  // namespace
+}  // namespace sluice::proxy
