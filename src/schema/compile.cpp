@@ -299,6 +299,10 @@ class compiler {
     if (properties_ > lim_.max_properties)
       return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties", path);
     n.required = append(p_.indices, req);
+    for (const std::uint32_t t : req) {
+      if (t < 64) n.required_mask |= std::uint64_t{1} << t;
+      else n.required_fits = false;
+    }
     n.dependencies = append(p_.dependencies, deps);
     std::vector<text_ref> tracked_refs;
     for (const auto& t : tracked) tracked_refs.push_back(p_.add_text(t));

@@ -56,8 +56,9 @@ void evaluator::reset(const program& p, const validate_limits& lim) {
 inline std::uint32_t evaluator::alloc_bits(std::uint32_t words) {
   const std::uint32_t at = nbits_;
   nbits_ += words;
-  if (bits_.size() < nbits_) bits_.resize(nbits_);
-  std::fill_n(bits_.begin() + at, words, 0);
+  if (bits_.size() < nbits_) [[unlikely]] bits_.resize(nbits_);
+  if (words == 1) bits_[at] = 0;  // up to 64 names (no call to memset)
+  else std::fill_n(bits_.begin() + at, words, 0);
   return at;
 }
 
@@ -75,6 +76,7 @@ inline std::uint32_t evaluator::alloc_bits(std::uint32_t words) {
   f.bits_begin = nbits_;
   f.begun = f.is_name = f.in_object = false;
   f.items = f.code_points = 0;
+  f.pending = no_node;
   f.need_hash = f.need_content = f.count_chars = f.check_max_length = f.track_unique = false;
   f.has_property_names = false;
   // content and seen are cleared by start_details when a value starts to use them; hashers by
@@ -106,6 +108,18 @@ inline std::uint32_t evaluator::alloc_bits(std::uint32_t words) {
   e.any_pass = false;  // `why` is written by fail_with() before anything reads it
   if (n.flags & f_inplace) spawn_inplace(idx);
   return idx;
+}
+
+bool evaluator::spawn_pending(std::uint32_t d) {
+  frame& f = frames_[d];
+  const std::uint32_t ni = f.pending;
+  f.pending = no_node;
+  spawn(ni, f.pending_parent, role::must);
+  return !stopped_;
+}
+
+[[gnu::noinline]] void evaluator::spawn_must(std::uint32_t node_idx, std::uint32_t parent) {
+  spawn(node_idx, parent, role::must);
 }
 
 void evaluator::spawn_inplace(std::uint32_t idx) {
@@ -162,7 +176,7 @@ constexpr std::uint32_t kind_end_flags[6] = {0, 0, f_numeric | f_integer_only, f
 }
 
 // The kind-specific part of start_checks, for nodes that have any.
-void evaluator::start_details(frame& f, eval& e) {
+[[gnu::always_inline]] inline void evaluator::start_details(frame& f, eval& e) {
   const node& n = *e.n;
   if (n.flags & f_enum) f.need_hash = true;
   switch (f.kind) {
@@ -217,6 +231,7 @@ bool evaluator::begin_value(json_kind k) {
 }
 
 bool evaluator::begin_in(std::uint32_t d, json_kind k) {
+  if (!materialize(d)) return false;
   frame& f = frames_[d];
   f.begun = true;
   f.kind = k;
@@ -227,7 +242,7 @@ bool evaluator::begin_in(std::uint32_t d, json_kind k) {
   return !stopped_;
 }
 
-void evaluator::open_item(std::uint32_t d) {
+[[gnu::always_inline]] inline void evaluator::open_item(std::uint32_t d) {
   const std::uint32_t index = frames_[d].items++;
   const auto end = neval_;
   if (!push_frame()) return;
@@ -268,22 +283,98 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   if (begin_value(json_kind::string) && string_part(k)) string_end();
 }
 
+// The property-table entry for member name k in node n, if any: the name expected next in schema
+// order (`guess`) is compared first, the hash table is searched only when that fails. The hash is
+// computed at most once per member (h, hashed) however many evaluations look the name up.
+[[gnu::always_inline]] inline const key_entry* evaluator::find_key(const node& n, std::uint32_t guess,
+                                                                     std::string_view k, std::uint64_t& h,
+                                                                     bool& hashed) const {
+  if (const key_entry* g = predicted_key(n, guess, k)) return g;
+  if (!hashed) {
+    h = key_hash(k);
+    hashed = true;
+  }
+  return lookup(*p_, n, k, h);
+}
+
+[[gnu::always_inline]] inline const key_entry* evaluator::predicted_key(const node& n, std::uint32_t guess,
+                                                                          std::string_view k) const {
+  if (guess == no_node) return nullptr;
+  const key_entry& g = p_->keys[n.keys.begin + guess];
+  return g.name.len == k.size() && same_key(p_->text.data() + g.name.off, k.data(), k.size()) ? &g : nullptr;
+}
+
+// The hash lookup for one evaluation, kept out of line: the prediction usually decides.
+[[gnu::noinline]] const key_entry* evaluator::hashed_key(const node& n, std::string_view k) const {
+  return lookup(*p_, n, k, key_hash(k));
+}
+
+// The common shape: one evaluation judges the object (no allOf/$ref siblings), nothing hashes it
+// and it has no patternProperties, so the member's value gets at most one evaluation. That one is
+// deferred (frame::pending) rather than spawned: a scalar that passes never creates it, any other
+// value spawns it first (materialize). Returns false, having changed nothing, when the shape does
+// not apply.
+[[gnu::always_inline]] inline bool evaluator::open_lone_member(frame& f, std::uint32_t i, std::uint32_t count,
+                                                                std::string_view k) {
+  eval& e = evals_[i];
+  const node& n = *e.n;
+  if (e.state != tri::unknown || !(n.flags & f_object) || n.pattern_props.size || count > n.max_properties)
+    return false;
+  const key_entry* ke = nullptr;
+  if (n.keys.size) {
+    ke = predicted_key(n, e.next_key, k);
+    if (!ke) ke = hashed_key(n, k);
+    e.next_key = ke ? ke->next : no_node;
+  }
+  // The member's name, for paths and hashes, before anything below can fail.
+  if (ke) f.key.refer(p_->str(ke->name));
+  else f.key.assign(k);
+  std::uint32_t child = no_node;
+  if (ke) {
+    if (ke->tracked != no_node) bits_[e.bits + ke->tracked / 64] |= std::uint64_t{1} << (ke->tracked % 64);
+    child = ke->prop;
+  }
+  if (child == no_node && n.additional != no_node) {
+    if (p_->nodes[n.additional].flags & f_false) fail(i, keyword::additional_properties, 0, depth_ - 1);
+    else child = n.additional;
+  }
+  if (child != no_node) {
+    // At the evaluation limit, spawn() reports it now, as the general path does.
+    if (!(p_->nodes[child].flags & f_inplace) && neval_ < lim_.max_active_evaluations) {
+      f.pending = child;
+      f.pending_parent = i;
+    } else {
+      spawn_must(child, i);
+    }
+  }
+  return true;
+}
+
 [[gnu::always_inline]] inline void evaluator::open_member(std::uint32_t d, std::string_view k) {
-  std::uint64_t h = 0;
-  bool hashed = false;  // the hash is only needed when the predicted name is not this one
   const std::uint32_t count = ++frames_[d].items;
   const std::uint32_t begin = frames_[d].evals_begin;
   const auto end = neval_;
+  const bool lone = end - begin == 1 && !frames_[d].need_hash;
   if (!push_frame()) return;
-  const std::uint32_t md = depth_ - 1;
-  frame& f = frames_[md];  // frames_ does not grow again below
+  frame& f = frames_[depth_ - 1];  // frames_ does not grow again below
   f.in_object = true;
+  if (!lone || !open_lone_member(f, begin, count, k)) open_members(d, end, count, k);
+}
+
+// open_member for any number of evaluations: each looks the name up (sharing one hash) and spawns
+// what applies to the member in the new top frame.
+[[gnu::noinline]] void evaluator::open_members(std::uint32_t d, std::uint32_t end, std::uint32_t count,
+                                               std::string_view k) {
+  const std::uint32_t md = depth_ - 1;
+  frame& f = frames_[md];
   // The member's name is kept for paths and hashes: as a view of the schema's own copy when a
-  // `properties` entry matches (the common case), else copied. During the loop below (where a
-  // failure may already write a path) it is a view of the caller's `k`, which outlives the loop.
+  // `properties` entry matches (the common case), else copied. Until then (a failure may already
+  // write a path) it is a view of the caller's `k`, which outlives this call.
   f.key.refer(k);
+  std::uint64_t h = 0;
+  bool hashed = false;  // the hash is only needed when the predicted name is not this one
   const key_entry* named = nullptr;
-  for (std::uint32_t i = begin; i < end && !stopped_; ++i) {
+  for (std::uint32_t i = frames_[d].evals_begin; i < end && !stopped_; ++i) {
     // spawn() may grow evals_: index it afresh each time.
     if (evals_[i].state != tri::unknown) continue;
     const node& n = *evals_[i].n;
@@ -294,18 +385,7 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
     }
     bool matched = false;
     if (n.keys.size) {
-      const key_entry* ke = nullptr;
-      if (const std::uint32_t guess = evals_[i].next_key; guess != no_node) {
-        const key_entry& g = p_->keys[n.keys.begin + guess];
-        if (g.name.len == k.size() && same_key(p_->text.data() + g.name.off, k.data(), k.size())) ke = &g;
-      }
-      if (!ke) {
-        if (!hashed) {
-          h = key_hash(k);
-          hashed = true;
-        }
-        ke = lookup(*p_, n, k, h);
-      }
+      const key_entry* ke = find_key(n, evals_[i].next_key, k, h, hashed);
       evals_[i].next_key = ke ? ke->next : no_node;
       if (ke) {
         named = ke;
@@ -318,7 +398,7 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
     }
     for (std::uint32_t j = 0; j < n.pattern_props.size && !stopped_; ++j) {
       const pattern_entry& pe = p_->patterns[n.pattern_props.begin + j];
-      if (re2::RE2::PartialMatch(re2::StringPiece(k.data(), k.size()), *p_->regexes[pe.regex])) {
+      if (pattern_matches(*p_->regexes[pe.regex], k)) {
         spawn(pe.node, i, role::must);
         matched = true;
       }
@@ -334,14 +414,9 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
 
 bool evaluator::key(std::string_view k) {
   if (stopped_) return false;
-  if (depth_ == 0 || !frames_[depth_ - 1].begun || frames_[depth_ - 1].kind != json_kind::object) {
-    fail_external(validation_error::kind::malformed_json, "a member name outside an object");
-    return false;
-  }
-  if (k.size() > lim_.max_string_bytes) {
-    limit("a member name is longer than " + std::to_string(lim_.max_string_bytes) + " bytes");
-    return false;
-  }
+  if (depth_ == 0 || !frames_[depth_ - 1].begun || frames_[depth_ - 1].kind != json_kind::object ||
+      k.size() > lim_.max_string_bytes) [[unlikely]]
+    return refuse_key(k);
   const std::uint32_t d = depth_ - 1;
   if (frames_[d].has_property_names) {
     check_property_name(d, k);
@@ -351,12 +426,22 @@ bool evaluator::key(std::string_view k) {
   return !stopped_;
 }
 
+// A member name that cannot open a member: outside an object, or over the length limit.
+[[gnu::cold, gnu::noinline]] bool evaluator::refuse_key(std::string_view k) {
+  if (depth_ == 0 || !frames_[depth_ - 1].begun || frames_[depth_ - 1].kind != json_kind::object)
+    fail_external(validation_error::kind::malformed_json, "a member name outside an object");
+  else if (k.size() > lim_.max_string_bytes)
+    limit("a member name is longer than " + std::to_string(lim_.max_string_bytes) + " bytes");
+  return false;
+}
+
 bool evaluator::end_container() {
   if (stopped_) return false;
   if (depth_ == 0) {
     fail_external(validation_error::kind::malformed_json, "unbalanced container end");
     return false;
   }
+  if (!materialize(depth_ - 1)) return false;
   return end_value();
 }
 
@@ -426,7 +511,7 @@ void evaluator::finish_child(std::uint32_t d) {
     if (evals_[i].state == tri::unknown && (evals_[i].n->flags & f_unique)) fail(i, keyword::unique_items, c.index, d);
 }
 
-void evaluator::end_checks(std::uint32_t ei, const frame& f) {
+[[gnu::always_inline]] inline void evaluator::end_checks(std::uint32_t ei, const frame& f) {
   const eval& e = evals_[ei];
   const node& n = *e.n;
   switch (f.kind) {
@@ -446,9 +531,12 @@ void evaluator::end_checks(std::uint32_t ei, const frame& f) {
       if (n.flags & f_object) {
         if (f.items < n.min_properties) return fail(ei, keyword::min_properties);
         auto seen = [&](std::uint32_t t) { return (bits_[e.bits + t / 64] >> (t % 64)) & 1; };
-        for (std::uint32_t j = 0; j < n.required.size; ++j) {
-          std::uint32_t t = p_->indices[n.required.begin + j];
-          if (!seen(t)) return fail(ei, keyword::required, t);
+        // All present (the common case) is one test; else the first missing name in schema order.
+        if (n.required.size && (!n.required_fits || (bits_[e.bits] & n.required_mask) != n.required_mask)) {
+          for (std::uint32_t j = 0; j < n.required.size; ++j) {
+            std::uint32_t t = p_->indices[n.required.begin + j];
+            if (!seen(t)) return fail(ei, keyword::required, t);
+          }
         }
         for (std::uint32_t j = 0; j < n.dependencies.size; ++j) {
           const dependency& dep = p_->dependencies[n.dependencies.begin + j];

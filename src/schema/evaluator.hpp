@@ -156,6 +156,10 @@ class evaluator {
     std::uint32_t index = 0;
     std::uint32_t items = 0;  // members or items started so far
     std::uint32_t code_points = 0;
+    // A member value's one evaluation, not yet spawned (see open_member): the node, and the
+    // evaluation it reports to. no_node when none is deferred.
+    std::uint32_t pending = no_node;
+    std::uint32_t pending_parent = 0;
     json_kind kind = json_kind::null;
     bool begun = false;
     bool is_name = false;     // a propertyNames check of a key, not a member value
@@ -179,6 +183,12 @@ class evaluator {
   // An evaluation of node_idx in the top frame; its in-place children (allOf, $ref, ...) follow it.
   std::uint32_t spawn(std::uint32_t node_idx, std::uint32_t parent, role r);
   void spawn_inplace(std::uint32_t idx);
+  void spawn_must(std::uint32_t node_idx, std::uint32_t parent);  // spawn(), out of line
+  // Spawns frame d's deferred evaluation, if it has one; false once the verdict is final.
+  bool materialize(std::uint32_t d) { return frames_[d].pending == no_node || spawn_pending(d); }
+  bool spawn_pending(std::uint32_t d);
+  const node* deferred_plain(std::uint32_t d, std::uint8_t type_bit) const;
+  bool close_deferred();
   // The frame of the value that begins (opening an array item); npos on error.
   std::uint32_t value_frame() {
     if (depth_ != 0 && !frames_[depth_ - 1].begun) [[likely]] return depth_ - 1;  // a member's value, the root
@@ -190,6 +200,8 @@ class evaluator {
   bool close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation);
   std::optional<keyword> number_violation(const node& n, const number_value& v);
   std::optional<keyword> string_violation(const node& n, std::string_view content, std::uint32_t code_points);
+  std::optional<keyword> whole_string_violation(const node& n, std::string_view s);
+  std::optional<keyword> content_violation(const node& n, std::string_view content);
   void start_checks(std::uint32_t d);
   void start_details(frame& f, eval& e);
   bool end_value();
@@ -201,6 +213,13 @@ class evaluator {
   void notify(std::uint32_t parent, const eval& child, bool passed);
   void check_conditional(std::uint32_t ei);
   void open_member(std::uint32_t d, std::string_view k);
+  bool open_lone_member(frame& f, std::uint32_t i, std::uint32_t count, std::string_view k);
+  void open_members(std::uint32_t d, std::uint32_t end, std::uint32_t count, std::string_view k);
+  bool refuse_key(std::string_view k);
+  const key_entry* find_key(const node& n, std::uint32_t guess, std::string_view k, std::uint64_t& h,
+                            bool& hashed) const;
+  const key_entry* predicted_key(const node& n, std::uint32_t guess, std::string_view k) const;
+  const key_entry* hashed_key(const node& n, std::string_view k) const;
   void open_item(std::uint32_t d);
   void check_property_name(std::uint32_t d, std::string_view k);
   void finish_child(std::uint32_t d);

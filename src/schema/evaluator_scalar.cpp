@@ -78,6 +78,26 @@ std::uint32_t count_code_points(std::string_view s) noexcept {
   return &e;
 }
 
+// A member value whose one evaluation open_member deferred, when that evaluation is plain (no
+// enum/const, not `false`, the type admits the value; what lone_eval asks of a spawned one): its
+// node, for the caller to judge the value against without spawning the evaluation. A value that
+// passes closes its frame at once (close_deferred); any other outcome spawns the evaluation
+// (materialize) and takes the paths below, so verdicts and messages are the general path's.
+[[gnu::always_inline]] inline const node* evaluator::deferred_plain(std::uint32_t d, std::uint8_t type_bit) const {
+  const std::uint32_t ni = frames_[d].pending;
+  if (ni == no_node) return nullptr;
+  const node& n = p_->nodes[ni];
+  if ((n.flags & (f_enum | f_false)) || !(n.types & type_bit) || !(n.any_types & type_bit)) return nullptr;
+  return &n;
+}
+
+// Nothing was spawned and a passing `must` child changes nothing: only the frame goes. A member's
+// frame is never the root's.
+[[gnu::always_inline]] inline bool evaluator::close_deferred() {
+  --depth_;
+  return true;
+}
+
 [[gnu::always_inline]] inline bool evaluator::close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation) {
   frame& f = frames_[d];
   const auto ei = static_cast<std::uint32_t>(&e - evals_.data());
@@ -111,9 +131,25 @@ std::optional<keyword> evaluator::string_violation(const node& n, std::string_vi
   if (!(n.flags & f_string)) return std::nullopt;
   if (code_points < n.min_length) return keyword::min_length;
   if (code_points > n.max_length) return keyword::max_length;
-  if (n.pattern != no_node &&
-      !re2::RE2::PartialMatch(re2::StringPiece(content.data(), content.size()), *p_->regexes[n.pattern]))
-    return keyword::pattern;
+  return content_violation(n, content);
+}
+
+// A string seen whole, whose UTF-8 the parser has checked. A code point is 1 to 4 bytes, so when
+// the byte count alone puts the length inside [minLength, maxLength] no count can break them and
+// none is made (a node with pattern/format only needs none at all).
+std::optional<keyword> evaluator::whole_string_violation(const node& n, std::string_view s) {
+  if (!(n.flags & f_string)) return std::nullopt;
+  const std::size_t bytes = s.size();
+  if (bytes > n.max_length || (bytes + 3) / 4 < n.min_length) {
+    const std::uint32_t cps = count_code_points(s);
+    if (cps < n.min_length) return keyword::min_length;
+    if (cps > n.max_length) return keyword::max_length;
+  }
+  return content_violation(n, s);
+}
+
+std::optional<keyword> evaluator::content_violation(const node& n, std::string_view content) {
+  if (n.pattern != no_node && !pattern_matches(*p_->regexes[n.pattern], content)) return keyword::pattern;
   if (n.format != format_kind::none && !check_format(n.format, content)) return keyword::format;
   return std::nullopt;
 }
@@ -122,6 +158,8 @@ bool evaluator::null_value() {
   if (stopped_) return false;
   const std::uint32_t d = value_frame();
   if (d == npos32) return false;
+  if (deferred_plain(d, t_null)) return close_deferred();
+  if (!materialize(d)) return false;
   if (eval* e = lone_eval(d, t_null)) {
     frames_[d].kind = json_kind::null;
     return close_lone(d, *e, std::nullopt);
@@ -133,6 +171,8 @@ bool evaluator::bool_value(bool b) {
   if (stopped_) return false;
   const std::uint32_t d = value_frame();
   if (d == npos32) return false;
+  if (deferred_plain(d, t_boolean)) return close_deferred();
+  if (!materialize(d)) return false;
   frames_[d].boolean = b;
   if (eval* e = lone_eval(d, t_boolean)) {
     frames_[d].kind = json_kind::boolean;
@@ -153,6 +193,8 @@ bool evaluator::number_value_whole(number_value v) {
   if (stopped_) return false;
   const std::uint32_t d = value_frame();
   if (d == npos32) return false;
+  if (const node* n = deferred_plain(d, t_number | t_integer); n && !number_violation(*n, v)) return close_deferred();
+  if (!materialize(d)) return false;
   if (eval* e = lone_eval(d, t_number | t_integer)) {
     frame& f = frames_[d];
     f.kind = json_kind::number;  // for a message about the value
@@ -168,13 +210,16 @@ bool evaluator::string_whole(std::string_view s) {
   if (stopped_) return false;
   const std::uint32_t d = value_frame();
   if (d == npos32) return false;
+  if (const node* n = deferred_plain(d, t_string);
+      n && (!(n->flags & f_needs_content) || s.size() <= lim_.max_string_bytes) && !whole_string_violation(*n, s))
+    return close_deferred();
+  if (!materialize(d)) return false;
   if (eval* e = lone_eval(d, t_string)) {
     const node& n = *e->n;
     // Over the buffering bound, the general path reports the limit as it always does.
     if (!(n.flags & f_needs_content) || s.size() <= lim_.max_string_bytes) {
       frames_[d].kind = json_kind::string;
-      const std::uint32_t cps = (n.flags & f_string) ? count_code_points(s) : 0;
-      return close_lone(d, *e, string_violation(n, s, cps));
+      return close_lone(d, *e, whole_string_violation(n, s));
     }
   }
   return begin_in(d, json_kind::string) && string_part(s) && string_end();

@@ -136,6 +136,12 @@ inline std::uint32_t key_slot_of(std::uint64_t hash, std::uint64_t mult, std::ui
   return static_cast<std::uint32_t>((hash * mult) >> shift);
 }
 
+// An unanchored search, as JSON Schema's `pattern` means: RE2::PartialMatch without the layers
+// that parse capture arguments (none are wanted here).
+inline bool pattern_matches(const re2::RE2& re, std::string_view s) {
+  return re.Match(re2::StringPiece(s.data(), s.size()), 0, s.size(), re2::RE2::UNANCHORED, nullptr, 0);
+}
+
 struct pattern_entry {
   std::uint32_t regex;  // index into program::regexes
   std::uint32_t node;
@@ -200,6 +206,10 @@ struct node {
   std::uint32_t min_properties = 0, max_properties = unbounded;
   span32 tracked_names;     // tracked index -> name, into program::names
   span32 required;          // tracked indices, into program::indices
+  // `required` as a mask of the first word of the "seen" bitset, so that an object with every
+  // required name decides in one test; required_fits is false when an index lies beyond that word.
+  std::uint64_t required_mask = 0;
+  bool required_fits = true;
   span32 dependencies;      // into program::dependencies
 
   // in-place applicators (evaluated against the same instance value)

@@ -1,8 +1,10 @@
 // The evaluator's shortcuts must not change a verdict: the scalar fast path (a value judged by one
-// plain evaluation, closed in one step) and anyOf-of-types folded into a mask at compile time give
-// the same kind, paths and message as the general path. check() runs every instance through the DOM
-// walk (general path), the SAX text parse (fast path where it applies) and a chunked stream (strings
-// split across chunks take the general path), and compares them.
+// plain evaluation, closed in one step), a member's evaluation deferred until its value shows it is
+// needed, lengths decided from the byte count, `required` tested as a mask, and anyOf-of-types
+// folded into a mask at compile time give the same kind, paths and message as the general path.
+// check() runs every instance through the DOM walk (general path), the SAX text parse (fast path
+// where it applies) and a chunked stream (strings split across chunks take the general path), and
+// compares them.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -37,6 +39,18 @@ const char* order_schema = R"({
   "required":["id","status","customer","items","total"],
   "additionalProperties":false})";
 
+// The same schema with `"allOf":[{}]` beside every `properties`: each object is then judged by two
+// evaluations, which takes members through the general path (no deferred evaluation) without
+// changing what any failure says.
+void add_empty_all_of(boost::json::value& v) {
+  if (auto* o = v.if_object()) {
+    if (o->contains("properties") && !o->contains("allOf")) (*o)["allOf"] = boost::json::array{boost::json::object{}};
+    for (auto& kv : *o) add_empty_all_of(kv.value());
+  } else if (auto* a = v.if_array()) {
+    for (auto& e : *a) add_empty_all_of(e);
+  }
+}
+
 std::string order(const std::string& id, const std::string& name, const std::string& email, const std::string& vip,
                   const std::string& sku, const std::string& qty, const std::string& price, const std::string& note,
                   const std::string& total, const std::string& created) {
@@ -69,6 +83,118 @@ TEST(schema_fast_path, every_scalar_position_agrees_with_the_general_path) {
     }
   }
   EXPECT_GT(failures, 100) << "the variants must mostly break the document";
+}
+
+TEST(schema_fast_path, deferred_member_evaluations_agree_with_the_general_path) {
+  // Every position of the order with values that break it, judged once with members deferred (one
+  // evaluation per object) and once through the general path (two): the same verdicts throughout.
+  auto lone = must_compile(order_schema);
+  boost::json::value general_schema = boost::json::parse(order_schema);
+  add_empty_all_of(general_schema);
+  auto general = must_compile(boost::json::serialize(general_schema));
+  ASSERT_TRUE(lone && general);
+  const std::string good[10] = {R"("ord-123456")", R"("Ada")", R"("ada@example.com")", "true", R"("SKU-1")", "3",
+                                "9.99", R"("gift")", "12.5", R"("2024-05-01T10:20:30Z")"};
+  const std::vector<std::string> variants = {"null", "true", "-1", "1.5", "1001", R"("")", R"("x")", R"("a@b")",
+                                             R"("é日本語")", "[]", "{}", R"({"sku":"A"})", "[1,{}]"};
+  int failures = 0;
+  for (int pos = 0; pos < 10; ++pos) {
+    for (const auto& v : variants) {
+      std::string f[10];
+      for (int i = 0; i < 10; ++i) f[i] = i == pos ? v : good[i];
+      const std::string doc = order(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9]);
+      auto a = check(lone, doc, 1);
+      auto b = check(general, doc, 7);
+      ASSERT_EQ(a.has_value(), b.has_value()) << doc;
+      if (!a) continue;
+      ++failures;
+      EXPECT_EQ(a->instance_path, b->instance_path) << doc;
+      EXPECT_EQ(a->schema_path, b->schema_path) << doc;
+      EXPECT_EQ(a->message, b->message) << doc;
+    }
+  }
+  EXPECT_GT(failures, 80);
+  // Unknown members (additionalProperties false or a schema), a repeated member, members out of order.
+  for (const char* doc : {R"({"id":"ord-123456","zzz":1})", R"({"customer":{"name":"A","email":"a@b.co","x":{}}})",
+                          R"({"customer":{"name":"A","name":5}})", R"({"total":null,"id":7})"}) {
+    auto a = check(lone, doc);
+    auto b = check(general, doc);
+    ASSERT_TRUE(a && b) << doc;
+    EXPECT_EQ(a->instance_path, b->instance_path) << doc;
+    EXPECT_EQ(a->schema_path, b->schema_path) << doc;
+    EXPECT_EQ(a->message, b->message) << doc;
+  }
+  auto open = must_compile(R"({"properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})");
+  ASSERT_TRUE(open);
+  EXPECT_FALSE(check(open, R"({"a":1,"b":"x","c":"y"})"));
+  auto extra = check(open, R"({"a":1,"b":2})");
+  ASSERT_TRUE(extra);
+  EXPECT_EQ(extra->instance_path, "/b");
+  EXPECT_EQ(extra->schema_path, "/additionalProperties/type");
+}
+
+TEST(schema_fast_path, evaluation_limit_is_met_at_the_same_place_when_deferred) {
+  // A deferred evaluation counts against max_active_evaluations exactly where a spawned one would:
+  // every limit gives the same verdict on every path.
+  auto s = must_compile(order_schema);
+  ASSERT_TRUE(s);
+  const std::string doc = order(R"("ord-123456")", R"("Ada")", R"("ada@example.com")", "true", R"("SKU-1")", "3",
+                                "9.99", R"("gift")", "12.5", R"("2024-05-01T10:20:30Z")");
+  for (std::size_t cap = 1; cap <= 4; ++cap) {
+    sluice::schema::validate_limits lim;
+    lim.max_active_evaluations = cap;
+    auto dom = s->validate(boost::json::parse(doc), lim);
+    auto text = s->validate_text(doc, lim);
+    sluice::schema::stream_validator sv(s, lim);
+    bool ok = true;
+    for (std::size_t i = 0; i < doc.size() && ok; i += 2)
+      ok = static_cast<bool>(sv.feed(std::string_view(doc).substr(i, 2)));
+    if (ok) ok = static_cast<bool>(sv.finish());
+    ASSERT_EQ(dom.has_value(), text.has_value()) << cap;
+    ASSERT_EQ(dom.has_value(), !ok) << cap;
+    if (!dom) continue;
+    EXPECT_EQ(dom->what, sluice::schema::validation_error::kind::limit_exceeded) << cap;
+    EXPECT_EQ(dom->instance_path, text->instance_path) << cap;
+    EXPECT_EQ(dom->message, text->message) << cap;
+    ASSERT_TRUE(sv.violation());
+    EXPECT_EQ(dom->instance_path, sv.violation()->instance_path) << cap;
+  }
+}
+
+TEST(schema_fast_path, lengths_decided_from_bytes_agree_with_counted_ones) {
+  // A code point is 1-4 bytes: strings of 1-, 2-, 3- and 4-byte characters at and around the bounds.
+  auto s = must_compile(R"({"properties":{"a":{"type":"string","minLength":2,"maxLength":3}}})");
+  ASSERT_TRUE(s);
+  for (const char* ok : {"ab", "abc", "éé", "日本語", "😀😀", "😀😀😀", "a😀", "é日😀"})
+    EXPECT_FALSE(check(s, std::string(R"({"a":")") + ok + "\"}")) << ok;
+  for (const char* bad : {"", "a", "é", "😀", "abcd", "éééé", "日本語x", "😀😀😀😀"}) {
+    auto v = check(s, std::string(R"({"a":")") + bad + "\"}");
+    ASSERT_TRUE(v) << bad;
+    EXPECT_TRUE(v->schema_path == "/properties/a/minLength" || v->schema_path == "/properties/a/maxLength") << bad;
+  }
+}
+
+TEST(schema_fast_path, required_beyond_sixty_four_names) {
+  // `required` is tested as a mask of the first 64 tracked names; more fall back to the loop, and
+  // the first missing name in schema order is the one reported either way.
+  for (int count : {64, 70}) {
+    std::string req, all;
+    for (int i = 0; i < count; ++i) {
+      req += (i ? "," : "") + ("\"r" + std::to_string(i) + "\"");
+      all += (i ? "," : "") + ("\"r" + std::to_string(i) + "\":" + std::to_string(i));
+    }
+    auto s = must_compile(R"({"type":"object","required":[)" + req + "]}");
+    ASSERT_TRUE(s);
+    EXPECT_FALSE(check(s, "{" + all + "}")) << count;
+    for (int missing : {0, 3, 63, count - 1}) {
+      std::string doc;
+      for (int i = 0; i < count; ++i)
+        if (i != missing) doc += (doc.empty() ? "" : ",") + ("\"r" + std::to_string(i) + "\":1");
+      auto v = check(s, "{" + doc + "}");
+      ASSERT_TRUE(v) << count << " " << missing;
+      EXPECT_EQ(v->message, "missing required property \"r" + std::to_string(missing) + "\"") << count;
+    }
+  }
 }
 
 TEST(schema_fast_path, nullable_any_of_folds_without_changing_the_failure) {
