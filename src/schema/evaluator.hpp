@@ -178,40 +178,33 @@ class evaluator {
     std::unordered_set<value_hash, hash128> seen;
   };
 
+  // The stacks (evaluator_stack.hpp, inlined where used).
   bool push_frame();
   std::uint32_t alloc_bits(std::uint32_t words);  // zeroed words at the top of bits_
   // An evaluation of node_idx in the top frame; its in-place children (allOf, $ref, ...) follow it.
   std::uint32_t spawn(std::uint32_t node_idx, std::uint32_t parent, role r);
-  void spawn_inplace(std::uint32_t idx);
+
+  // A value's life in its frame (evaluator.cpp).
   void spawn_must(std::uint32_t node_idx, std::uint32_t parent);  // spawn(), out of line
   // Spawns frame d's deferred evaluation, if it has one; false once the verdict is final.
   bool materialize(std::uint32_t d) { return frames_[d].pending == no_node || spawn_pending(d); }
   bool spawn_pending(std::uint32_t d);
-  const node* deferred_plain(std::uint32_t d, std::uint8_t type_bit) const;
-  bool close_deferred();
+  bool begin_in(std::uint32_t d, json_kind k);
+  void start_checks(std::uint32_t d);
+  void start_details(frame& f, eval& e);
+  bool end_value();
+  void end_checks(std::uint32_t ei, const frame& f);
+  void finish_child(std::uint32_t d);
+
+  // Opening array items and object members (evaluator_children.cpp).
   // The frame of the value that begins (opening an array item); npos on error.
   std::uint32_t value_frame() {
     if (depth_ != 0 && !frames_[depth_ - 1].begun) [[likely]] return depth_ - 1;  // a member's value, the root
     return value_frame_slow();
   }
   std::uint32_t value_frame_slow();
-  bool begin_in(std::uint32_t d, json_kind k);
-  eval* lone_eval(std::uint32_t d, std::uint8_t type_bit);
-  bool close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation);
-  std::optional<keyword> number_violation(const node& n, const number_value& v);
-  std::optional<keyword> string_violation(const node& n, std::string_view content, std::uint32_t code_points);
-  std::optional<keyword> whole_string_violation(const node& n, std::string_view s);
-  std::optional<keyword> content_violation(const node& n, std::string_view content);
-  void start_checks(std::uint32_t d);
-  void start_details(frame& f, eval& e);
-  bool end_value();
-  void end_checks(std::uint32_t ei, const frame& f);
-  void fail(std::uint32_t ei, keyword kw, std::uint32_t detail = 0);
-  void fail(std::uint32_t ei, keyword kw, std::uint32_t detail, std::uint32_t depth);
-  void fail_with(std::uint32_t ei, const failure& why);
-  void pass(std::uint32_t ei);
-  void notify(std::uint32_t parent, const eval& child, bool passed);
-  void check_conditional(std::uint32_t ei);
+  void open_item(std::uint32_t d);
+  void check_property_name(std::uint32_t d, std::string_view k);
   void open_member(std::uint32_t d, std::string_view k);
   bool open_lone_member(frame& f, std::uint32_t i, std::uint32_t count, std::string_view k);
   void open_members(std::uint32_t d, std::uint32_t end, std::uint32_t count, std::string_view k);
@@ -220,11 +213,27 @@ class evaluator {
                             bool& hashed) const;
   const key_entry* predicted_key(const node& n, std::uint32_t guess, std::string_view k) const;
   const key_entry* hashed_key(const node& n, std::string_view k) const;
-  void open_item(std::uint32_t d);
-  void check_property_name(std::uint32_t d, std::string_view k);
-  void finish_child(std::uint32_t d);
+
+  // Scalars and their fast paths (evaluator_scalar.cpp).
+  const node* deferred_plain(std::uint32_t d, std::uint8_t type_bit) const;
+  bool close_deferred();
+  eval* lone_eval(std::uint32_t d, std::uint8_t type_bit);
+  bool close_lone(std::uint32_t d, eval& e, std::optional<keyword> violation);
+  std::optional<keyword> number_violation(const node& n, const number_value& v);
+  std::optional<keyword> string_violation(const node& n, std::string_view content, std::uint32_t code_points);
+  std::optional<keyword> whole_string_violation(const node& n, std::string_view s);
+  std::optional<keyword> content_violation(const node& n, std::string_view content);
+
+  // Applicators and verdicts (evaluator_verdicts.cpp).
+  void spawn_inplace(std::uint32_t idx);
+  void fail(std::uint32_t ei, keyword kw, std::uint32_t detail = 0);
+  void fail(std::uint32_t ei, keyword kw, std::uint32_t detail, std::uint32_t depth);
+  void fail_with(std::uint32_t ei, const failure& why);
+  void notify(std::uint32_t parent, const eval& child, bool passed);
   void limit(std::string message);
   std::string path_to(std::uint32_t depth) const;
+
+  // Messages (evaluator_messages.cpp).
   std::string describe(const failure& f) const;
   std::string schema_path(const failure& f) const;
 

@@ -8,12 +8,11 @@
 #include <optional>
 
 #include "schema/evaluator.hpp"
+#include "schema/evaluator_stack.hpp"
 #include "schema/formats.hpp"
 
 namespace sluice::schema::detail {
 namespace {
-
-constexpr std::uint32_t npos32 = std::numeric_limits<std::uint32_t>::max();
 
 double as_double(const number_value& v) {
   switch (v.r) {

@@ -1,0 +1,85 @@
+// Internal to compile(): the compiler that turns a schema document into a detail::program. Every
+// loop and recursion in it is bounded by compile_limits, checked before the work it guards, so a
+// hostile schema is refused quickly. Its parts: compile.cpp (one node per subschema, keyword
+// dispatch, $ref resolution, folding), compile_keywords.cpp (what each keyword sets in a node),
+// compile_key_table.cpp (a node's member-name table). One per compile() call, single-threaded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "core/error.hpp"
+#include "schema/program.hpp"
+#include "schema/schema.hpp"
+
+namespace sluice::schema::detail {
+
+// Keywords whose subschemas apply to values nested inside the instance: they count towards
+// compile_limits::max_depth. In-place applicators (allOf, $ref, ...) and $defs do not.
+bool descends(std::string_view k);
+
+class compiler {
+ public:
+  compiler(const boost::json::value& root, const compile_limits& lim, program& p) : root_(root), lim_(lim), p_(p) {}
+
+  result<void> run();
+
+ private:
+  // The member names one schema object mentions, gathered while its keywords are read and turned
+  // into its key table at the end (build_key_table).
+  struct member_names {
+    std::vector<std::pair<std::string, std::uint32_t>> properties;  // name, subschema node
+    std::vector<std::string> required;
+    std::vector<std::pair<std::string, std::vector<std::string>>> dependent;  // dependentRequired
+  };
+
+  struct pending_ref {
+    std::uint32_t node;
+    std::string ref;
+    std::string path;
+  };
+
+  // compile.cpp
+  void fold_type_unions();
+  result<void> root_id();
+  result<std::uint32_t> compile_schema(const boost::json::value& v, const std::string& path, std::size_t depth,
+                                       bool is_root = false);
+  result<void> resolve_refs();
+  static bool is_container_keyword(std::string_view t);
+  static const boost::json::value* step(const boost::json::value& v, const std::string& token);
+
+  // compile_keywords.cpp: each sets what keyword k means in n and returns true, or returns false
+  // for a keyword outside its family.
+  result<bool> assertion_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
+                                 bool has_contains);
+  result<bool> subschema_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
+                                 std::size_t child_depth);
+  result<bool> object_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
+                              std::size_t child_depth, member_names& names);
+  result<std::uint8_t> parse_type(const boost::json::value& v, const std::string& path);
+  result<std::uint32_t> parse_count(const boost::json::value& v, const std::string& path);
+  static std::uint32_t clamp32(std::uint64_t x);
+  result<std::vector<std::string>> parse_names(const boost::json::value& v, const std::string& path);
+
+  // compile_key_table.cpp
+  result<void> build_key_table(node& n, const member_names& names, const std::string& path);
+  static std::vector<key_slot> place_keys(node& n, const std::vector<key_entry>& entries);
+
+  const boost::json::value& root_;
+  const compile_limits& lim_;
+  program& p_;
+  std::string root_id_;
+  std::unordered_map<const boost::json::value*, std::uint32_t> memo_;
+  std::vector<pending_ref> refs_;
+  std::size_t properties_ = 0;
+  std::size_t enum_values_ = 0;
+};
+
+}  // namespace sluice::schema::detail
