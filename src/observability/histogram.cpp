@@ -15,11 +15,20 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<double>::is_always_lock_free);
 
 namespace {
-// Each thread takes the next shard on its first observation and keeps it.
-std::size_t this_thread_shard(std::size_t shards) noexcept {
+// The first shards - 1 threads to observe (in the process, across all histograms) each own a shard
+// and update it with plain loads and stores; every later thread shares the last shard through
+// atomic read-modify-writes. Scrapes only load, so either way nothing is lost or torn.
+struct shard_ticket {
+  std::size_t shard;
+  bool exclusive;
+};
+shard_ticket this_thread_shard(std::size_t shards) noexcept {
   static std::atomic<std::size_t> next{0};
-  thread_local const std::size_t mine = next.fetch_add(1, std::memory_order_relaxed);
-  return mine % shards;
+  thread_local const shard_ticket mine = [shards] {
+    const std::size_t n = next.fetch_add(1, std::memory_order_relaxed);
+    return n + 1 < shards ? shard_ticket{n, true} : shard_ticket{shards - 1, false};
+  }();
+  return mine;
 }
 }  // namespace
 
@@ -50,10 +59,17 @@ void histogram::observe(double value) noexcept {
   if (std::isnan(value)) return;
   // Prometheus buckets are "less than or equal": the first bound >= value.
   const auto i = static_cast<std::size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
-  const std::size_t s = this_thread_shard(shards);
+  const shard_ticket t = this_thread_shard(shards);
+  auto& count = shard_counts(t.shard)[i];
+  auto& sum = shard_sum(t.shard);
   // Relaxed is enough: a scrape needs each counter to be exact eventually, not ordered with others.
-  shard_counts(s)[i].fetch_add(1, std::memory_order_relaxed);
-  shard_sum(s).fetch_add(value, std::memory_order_relaxed);
+  if (t.exclusive) {  // the only writer: no locked instruction needed
+    count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    sum.store(sum.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
+  } else {
+    count.fetch_add(1, std::memory_order_relaxed);
+    sum.fetch_add(value, std::memory_order_relaxed);
+  }
 }
 
 std::uint64_t histogram::count() const noexcept {

@@ -22,9 +22,9 @@ namespace sluice::obs {
 // and buckets consistent for Collect(). Every worker thread recording a latency would then contend
 // on one lock. Here each bucket is its own atomic; a scrape may see a sample in a bucket before its
 // value reaches the sum, which Prometheus tolerates (rates over minutes smooth it away).
-// The counters are sharded by thread (a thread keeps one shard for its life, shards on their own
-// cache lines; more threads than shards share them): the relay observes per streamed event, and
-// one set of counters written by every worker would bounce its cache lines between the cores.
+// The counters are sharded by thread (shards on their own cache lines; the first threads each own
+// one, later threads share the last): the relay observes per streamed event, and one set of
+// counters written by every worker would bounce its cache lines between the cores.
 
 // Request-scale latencies, 100 µs .. 60 s (roughly 1-2.5-5 steps per decade).
 inline constexpr std::array<double, 18> latency_buckets = {
@@ -55,7 +55,7 @@ class histogram {
   prometheus::ClientMetric::Histogram snapshot() const;
 
  private:
-  static constexpr std::size_t shards = 8;
+  static constexpr std::size_t shards = 16;
   static constexpr std::size_t line = 64;
   // Per shard: the sum, then a non-cumulative count per bucket (bounds_.size() + 1, the last is
   // +Inf), padded to whole cache lines; stride_ slots of 8 bytes apart.

@@ -46,15 +46,19 @@ class scan_handler {
   bool on_array_end(std::size_t, error_code&) { return leave(); }
 
   bool on_key_part(string_view s, std::size_t, error_code&) {
-    append(s);
+    if (names_wanted()) append(s);
     return true;
   }
   bool on_key(string_view s, std::size_t, error_code&) {
-    append(s);
-    const std::string_view name(name_, name_len_ <= name_cap ? name_len_ : 0);
+    if (!names_wanted()) return true;  // a name below the levels read: nothing to compare
+    std::string_view name(s.data(), s.size());
+    if (name_len_ > 0) {  // the name came in parts (not with whole payloads, but allowed)
+      append(s);
+      name = std::string_view(name_, name_len_ <= name_cap ? name_len_ : 0);
+      name_len_ = 0;
+    }
     if (depth_ == 1) top_ = classify_top(name);
-    else if (depth_ == 2 && top_ == top_key::usage && f_.usage_object) usage_ = classify_usage(name);
-    name_len_ = 0;
+    else usage_ = classify_usage(name);
     return true;
   }
   bool on_string_part(string_view s, std::size_t, error_code&) {
@@ -119,6 +123,8 @@ class scan_handler {
       case usage_key::other: break;
     }
   }
+  // Member names are read at the top level and directly inside the top-level usage object.
+  bool names_wanted() const noexcept { return depth_ == 1 || (depth_ == 2 && top_ == top_key::usage && f_.usage_object); }
   void append(string_view s) noexcept {
     if (name_len_ + s.size() <= name_cap) std::memcpy(name_ + name_len_, s.data(), s.size());
     name_len_ += s.size();

@@ -141,7 +141,9 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     res_.usage_stripped = true;
   }
   if (content) {
-    auto now = runtime::steady::now();
+    // Every event of one read arrived together: they share the read's time (one clock read per
+    // read, not per event).
+    const auto now = read_at_;
     auto& m = svc_.metrics.gateway();
     if (res_.first_event == runtime::steady::time_point{}) {
       res_.first_event = now;
@@ -214,7 +216,7 @@ task<void> sse_relay::pump_events() {
     const bool got = co_await read_more(n);
     if (res_.client_gone) break;
     if (!got) break;  // ending_ says why
-    const auto handling_start = runtime::steady::now();
+    const auto handling_start = read_at_ = runtime::steady::now();
     if (n == 0) {  // upstream body complete
       if (buf_.size() > 0) {  // whitespace or a final event without its blank line: pass it on
         const bool sent = co_await put(0, buf_.size());

@@ -86,6 +86,7 @@ class sse_relay : public runtime::watchdog::item {
   admission::stream_handle handle_;
   std::uint64_t accounted_bytes_ = 0;
   runtime::steady::time_point last_content_{};
+  runtime::steady::time_point read_at_{};  // when the read being parsed completed
   // Set when the gateway itself ends the stream (deadline, drain, memory): a static message.
   errc reset_code_ = errc::overloaded;
   const char* reset_message_ = nullptr;

@@ -6,6 +6,7 @@ void parser::reset() {
   event_bytes_ = 0;
   line_.clear();
   data_.clear();
+  data_view_ = {};
   type_.clear();
   id_.clear();
   retry_.reset();
@@ -15,6 +16,12 @@ void parser::reset() {
 
 void parser::process_field(std::string_view name, std::string_view value) {
   if (name == "data") {
+    if (!has_data_ && !in_line_buffer_) {  // the common one-line event: a view, no copy
+      data_view_ = value.data() ? value : std::string_view("", 0);
+      has_data_ = true;
+      return;
+    }
+    keep_data();
     data_.append(value);
     data_.push_back('\n');
     has_data_ = true;
@@ -32,6 +39,13 @@ void parser::process_field(std::string_view name, std::string_view value) {
     retry_ = v;
   }
   // Unknown fields are ignored, per spec.
+}
+
+void parser::keep_data() {
+  if (!data_view_.data()) return;
+  data_.assign(data_view_);
+  data_.push_back('\n');
+  data_view_ = {};
 }
 
 void append_event(std::string& out, std::string_view data, std::string_view type) {

@@ -59,15 +59,20 @@ class parser {
   template <class OnEvent>
   line_result process_line(std::string_view line, OnEvent& on_event);
   void process_field(std::string_view name, std::string_view value);
+  void keep_data();  // copies a data_view_ into data_
 
   std::size_t max_event_bytes_;
   std::size_t event_bytes_ = 0;  // raw bytes of the current event, line endings included
   std::string line_;             // a line split across feeds
   std::string data_;
+  // The event's only data line so far, when it lies in the chunk being fed (no copy into data_);
+  // copied into data_ before feed returns or when a second data line comes.
+  std::string_view data_view_;
   std::string type_;
   std::string id_;               // the last event id persists across events, per spec
   std::optional<std::uint32_t> retry_;
   bool has_data_ = false;
+  bool in_line_buffer_ = false;  // the line being processed lives in line_, not in the chunk
   bool skip_lf_ = false;         // the previous chunk ended in CR: a leading LF completes CRLF
   std::size_t line_end_ = 0;     // offset just past the line being processed, for event_view::end
 };
@@ -96,7 +101,8 @@ parser::line_result parser::process_line(std::string_view line, OnEvent& on_even
   // Blank line: dispatch (only if some data arrived, per spec) and start the next event.
   line_result r = line_result::dispatched;
   if (has_data_) {
-    event_view ev{type_, std::string_view(data_).substr(0, data_.size() - 1), id_, retry_, line_end_};
+    const std::string_view data = data_view_.data() ? data_view_ : std::string_view(data_).substr(0, data_.size() - 1);
+    event_view ev{type_, data, id_, retry_, line_end_};
     if constexpr (std::is_same_v<decltype(on_event(ev)), bool>) {
       if (!on_event(ev)) r = line_result::stop;
     } else {
@@ -104,6 +110,7 @@ parser::line_result parser::process_line(std::string_view line, OnEvent& on_even
     }
   }
   data_.clear();
+  data_view_ = {};
   type_.clear();
   retry_.reset();
   has_data_ = false;
@@ -155,13 +162,16 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
       lr = process_line(chunk.substr(pos, end - pos), on_event);
     } else {
       line_.append(chunk.data() + pos, end - pos);
+      in_line_buffer_ = true;
       lr = process_line(std::string_view(line_), on_event);
+      in_line_buffer_ = false;
       line_.clear();  // keeps the capacity for the next split line
     }
     pos = end + term;
     if (lr != line_result::none) boundary = pos;
     if (lr == line_result::stop) return boundary;
   }
+  keep_data();  // the chunk's memory is the caller's: an unfinished event's data is copied now
   return boundary;
 }
 

@@ -337,11 +337,15 @@ TEST(Resilience, UsageIsAskedForAndStrippedWhenTokensArePaced) {
   ASSERT_EQ(plain.result_int(), 200u);
   EXPECT_EQ(plain.body().find(R"("usage":{)"), std::string::npos) << "the client did not ask: " << plain.body();
   EXPECT_NE(plain.body().find("data: [DONE]"), std::string::npos);
+  // The stream is accounted just after its last byte went out: wait for that, not for the client.
+  const auto ok_total = [&] { return metric(g.port, R"(sluice_requests_total{outcome="ok",route="chat_completions"})"); };
+  ASSERT_LT(test::wait_until([&] { return ok_total() == 1; }, 2s), 2s);
   EXPECT_EQ(metric(g.port, "sluice_usage_chunks_stripped_total"), 1);
   auto asked = test::call(g.port, verb::post, "/v1/chat/completions",
                           test::chat_body(true, R"(,"stream_options":{"include_usage":true})"));
   ASSERT_EQ(asked.result_int(), 200u);
   EXPECT_NE(asked.body().find(R"("usage":{)"), std::string::npos) << "asked for: kept";
+  ASSERT_LT(test::wait_until([&] { return ok_total() == 2; }, 2s), 2s);
   EXPECT_EQ(metric(g.port, "sluice_usage_chunks_stripped_total"), 1);
 }
 
