@@ -1,9 +1,11 @@
 #include "http/connection.hpp"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
@@ -110,20 +112,56 @@ task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& he
   co_return end_write(ec, n);
 }
 
-task<result<void>> connection::write_chunk(std::string_view data) {
-  if (data.empty()) co_return ok;  // an empty chunk would end the body
+namespace {
+
+// One non-blocking sendmsg of as much of `buffers` as the socket takes now (MSG_DONTWAIT, outside
+// the reactor). Returns the bytes sent; 0 when the socket is full or failed (the asynchronous
+// write that follows then waits, or reports the error).
+template <class Buffers>
+std::size_t send_now(tcp::socket& socket, const Buffers& buffers) noexcept {
+  constexpr std::size_t max_iov = 16;
+  ::iovec iov[max_iov];
+  std::size_t count = 0;
+  for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers) && count < max_iov; ++it) {
+    net::const_buffer b(*it);
+    if (b.size() == 0) continue;
+    iov[count].iov_base = const_cast<void*>(b.data());
+    iov[count].iov_len = b.size();
+    ++count;
+  }
+  ::msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = count;
+  const ssize_t n = ::sendmsg(socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+}  // namespace
+
+// Streamed pieces are first offered to the socket directly: when it has room (the usual case for
+// a reading client) the piece is written and the relay goes on without a trip through the event
+// loop (no posted completion, no extra epoll_wait). Whatever the socket does not take goes through
+// the asynchronous write, under the write-stall watchdog as always.
+template <class Buffers>
+task<result<void>> connection::write_streamed(const Buffers& buffers) {
+  const std::size_t total = net::buffer_size(buffers);
+  const std::size_t now = send_now(socket_, buffers);
+  if (now == total) co_return end_write({}, now);
+  beast::buffers_suffix<Buffers> rest(buffers);
+  rest.consume(now);
   write_since_ = runtime::steady::now();
   error_code ec;
-  std::size_t n =
-      co_await net::async_write(socket_, bhttp::make_chunk(net::buffer(data.data(), data.size())), ec_out(ec));
-  co_return end_write(ec, n);
+  std::size_t n = co_await net::async_write(socket_, rest, ec_out(ec));
+  co_return end_write(ec, now + n);
+}
+
+task<result<void>> connection::write_chunk(std::string_view data) {
+  if (data.empty()) co_return ok;  // an empty chunk would end the body
+  co_return co_await write_streamed(bhttp::make_chunk(net::buffer(data.data(), data.size())));
 }
 
 task<result<void>> connection::finish_chunks() {
-  write_since_ = runtime::steady::now();
-  error_code ec;
-  std::size_t n = co_await net::async_write(socket_, bhttp::make_chunk_last(), ec_out(ec));
-  co_return end_write(ec, n);
+  co_return co_await write_streamed(bhttp::make_chunk_last());
 }
 
 task<connection::peer_event> connection::wait_disconnect() {

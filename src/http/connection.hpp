@@ -57,6 +57,8 @@ class connection : public runtime::watchdog::item {
 
  private:
   task<void> expire_after(duration d);
+  template <class Buffers>
+  task<result<void>> write_streamed(const Buffers& buffers);
   result<void> end_write(const error_code& ec, std::size_t n) noexcept;
 
   tcp::socket socket_;

@@ -361,7 +361,7 @@ task<bool> handler::write_stream_head(exchange& x, http::connection& conn, story
 task<bool> handler::relay_stream(exchange& x, http::connection& conn, std::string_view path, story& st,
                                  unsigned version, bool keep) {
   sse_relay relay(conn, *x.response, cfg_.proxy, cfg_.svc, st.start);
-  if (watchdog_) watchdog_->add(relay);
+  if (watchdog_) relay.watch(*watchdog_);
   relay.set_deadline(st.start + cfg_.router.settings().request_timeout);
   if (x.usage_injected) relay.strip_usage_chunk();
   std::unique_ptr<stream_check> output_check;  // structured outputs, fed by the relay's own parse

@@ -46,9 +46,18 @@ void sse_relay::account_buffer() noexcept {
   handle_.set_buffered(now_bytes);
 }
 
+void sse_relay::watch(runtime::watchdog& w) {
+  w.add(*this);
+  watched_ = true;
+  up_.watch_idle_externally();
+}
+
 void sse_relay::on_tick(runtime::steady::time_point now) {
   if (reset_message_) return;
-  if (now >= deadline_) {
+  if (watched_ && reading_since_ != runtime::steady::time_point{} && now - reading_since_ > up_.idle_timeout()) {
+    reset_code_ = errc::upstream_timeout;
+    reset_message_ = "upstream timed out while reading the response body";
+  } else if (now >= deadline_) {
     reset_code_ = errc::upstream_timeout;
     reset_message_ = "the request exceeded request-timeout while streaming";
   } else if (svc_.drain.cutting.load(std::memory_order_relaxed)) {
@@ -184,7 +193,9 @@ task<void> sse_relay::pump() {
 // frame, so the loop itself awaits only bool-returning helpers.
 
 task<bool> sse_relay::read_more(std::size_t& n) {
+  reading_since_ = runtime::steady::now();
   auto r = co_await up_.read_some(buf_.free_data(), buf_.free_size());
+  reading_since_ = {};
   if (!r) {
     if (reset_message_) ending_ = error::make(reset_code_, reset_message_);
     else ending_ = std::move(r).err();

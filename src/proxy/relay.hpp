@@ -59,6 +59,9 @@ class sse_relay : public runtime::watchdog::item {
   void strip_usage_chunk() noexcept { strip_usage_ = true; }
   // The request's total deadline (request-timeout): past it the stream ends with an in-band error.
   void set_deadline(runtime::steady::time_point t) noexcept { deadline_ = t; }
+  // Registers with the thread's watchdog, whose tick then also enforces the upstream's idle
+  // timeout (instead of a timer per upstream read).
+  void watch(runtime::watchdog& w);
   void on_tick(runtime::steady::time_point now) override;
 
  private:
@@ -87,6 +90,8 @@ class sse_relay : public runtime::watchdog::item {
   std::uint64_t accounted_bytes_ = 0;
   runtime::steady::time_point last_content_{};
   runtime::steady::time_point read_at_{};  // when the read being parsed completed
+  runtime::steady::time_point reading_since_{};  // an upstream read is pending since; epoch = none
+  bool watched_ = false;
   // Set when the gateway itself ends the stream (deadline, drain, memory): a static message.
   errc reset_code_ = errc::overloaded;
   const char* reset_message_ = nullptr;

@@ -64,6 +64,8 @@ void response::expect_bulk(std::size_t bytes) {
   if (conn_) conn_->reserve_read(bytes);
 }
 
+duration response::idle_timeout() const noexcept { return conn_->idle_timeout; }
+
 void response::abort() noexcept {
   abort_.aborted_ = true;
   conn_->close();
@@ -89,7 +91,8 @@ task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
       if (n > 0) break;
       if (p.is_done()) break;
     }
-    conn_->tcp().expires_after(conn_->idle_timeout);
+    if (idle_watched_) conn_->tcp().expires_never();
+    else conn_->tcp().expires_after(conn_->idle_timeout);
     bool eof = false;
     ec = co_await conn_->read_more(eof);
     if (!ec && eof) {

@@ -63,6 +63,11 @@ class response {
   void expect_bulk(std::size_t bytes);
   // Closes the connection now (it will not go back to the pool).
   void abort() noexcept;
+  // The caller checks idleness itself (a watchdog tick, see proxy::sse_relay) and aborts the
+  // response when idle_timeout() passes without a read completing: body reads then run without a
+  // per-read timer (each armed and cancelled timer costs a trip through the event loop).
+  void watch_idle_externally() noexcept { idle_watched_ = true; }
+  duration idle_timeout() const noexcept;
   // Time spent getting a connection ready (pool check, or DNS + TCP + TLS) for this exchange.
   duration connect_time() const noexcept { return connect_time_; }
   void set_connect_time(duration d) noexcept { connect_time_ = d; }
@@ -72,6 +77,7 @@ class response {
   std::weak_ptr<pool> home_;
   abort_handle& abort_;
   duration connect_time_{};
+  bool idle_watched_ = false;
 };
 
 struct client_stats {

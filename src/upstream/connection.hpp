@@ -28,7 +28,8 @@ class connection {
 
   task<error_code> write(request& req);
   task<error_code> read_head();
-  // One socket read of body bytes into the buffer (nothing is parsed): at most the read window,
+  // One socket read of body bytes into the buffer (nothing is parsed): at most the read window
+  // (512 bytes at first: a slow stream's event fits, and the buffer stays small),
   // which doubles (up to max_read_window) each time a read fills it, so a fast body moves in large
   // reads while a slow one keeps a small buffer. Sets `eof` instead of failing on a clean close.
   task<error_code> read_more(bool& eof);
@@ -45,7 +46,7 @@ class connection {
   // Back to a small read buffer (an idle pooled connection keeps no large one).
   void shrink();
 
-  static constexpr std::size_t initial_read_window = 1024;
+  static constexpr std::size_t initial_read_window = 512;
   static constexpr std::size_t max_read_window = 16 * 1024;
   bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
   // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).

@@ -110,6 +110,21 @@ TEST_F(GatewayTest, StreamIsByteIdenticalToDirectRequest) {
   EXPECT_TRUE(via.chunked());
 }
 
+// A fast stream of small events: the upstream reads grow to their largest window and each one
+// carries dozens of events (decoded from many HTTP chunks, scanned, written with one write). The
+// bytes must still be exactly the simulator's, usage chunk included.
+TEST_F(GatewayTest, FastStreamOfSmallEventsIsByteIdentical) {
+  const std::vector<std::pair<std::string, std::string>> h = {{"x-sim-tokens", "6000"}, {"x-sim-token-size", "3"}, {"x-sim-token-delay", "0ms"}};
+  const std::string body = test::chat_body(true, R"(,"stream_options":{"include_usage":true})");
+  auto direct = test::call(sim_port_, verb::post, "/v1/chat/completions", body, h);
+  auto via = test::call(port_, verb::post, "/v1/chat/completions", body, h);
+  ASSERT_EQ(direct.result_int(), 200u);
+  ASSERT_EQ(via.result_int(), 200u) << via.body().substr(0, 500);
+  EXPECT_GT(direct.body().size(), 6000u * 100);
+  EXPECT_TRUE(via.body() == direct.body()) << "sizes " << via.body().size() << " vs " << direct.body().size();
+  EXPECT_NE(via.body().find(R"("usage":{)"), std::string::npos);
+}
+
 TEST_F(GatewayTest, NonStreamAndCompletionsAndModelsAreRelayed) {
   auto direct = test::post_chat(sim_port_, false);
   auto via = test::post_chat(port_, false);
