@@ -355,6 +355,26 @@ void controller::enqueue(std::shared_ptr<waiter> w) {
   if (w->withdraw_slot.is_connected()) w->withdraw_slot.assign(on_cancel);
 }
 
+std::optional<permit> controller::grant_now(std::uint64_t reserve_bytes, bool& full) {
+  auto now = now_();
+  std::optional<memory_budget::reservation> granted;
+  {
+    std::lock_guard lock(mu_);
+    granted = try_grant_locked(reserve_bytes);
+    full = !granted && queued_.load(std::memory_order_relaxed) >= queue_depth_;
+  }
+  if (!granted) return std::nullopt;
+  admitted_.fetch_add(1, std::memory_order_relaxed);
+  if (observers_.on_admitted) observers_.on_admitted(duration::zero());
+  return permit(this, std::move(*granted), now);
+}
+
+std::optional<permit> controller::try_admit_now(std::uint64_t reserve_bytes) {
+  if (draining() || budget_.over_shed_threshold() || reserve_bytes > budget_.budget()) return std::nullopt;
+  bool full = false;
+  return grant_now(reserve_bytes, full);
+}
+
 task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw) {
   auto cs = co_await net::this_coro::cancellation_state;
   if (cs.cancelled() != net::cancellation_type::none) co_return make_refusal(refusal::cancelled, 0);
@@ -363,19 +383,8 @@ task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cance
     co_return make_refusal(refusal::memory, queued() + 1);
 
   // Fast path: no allocation, no suspension. Only when a slot is free and nobody waits.
-  auto now = now_();
-  std::optional<memory_budget::reservation> granted;
   bool full = false;
-  {
-    std::lock_guard lock(mu_);
-    granted = try_grant_locked(reserve_bytes);
-    full = !granted && queued_.load(std::memory_order_relaxed) >= queue_depth_;
-  }
-  if (granted) {
-    admitted_.fetch_add(1, std::memory_order_relaxed);
-    if (observers_.on_admitted) observers_.on_admitted(duration::zero());
-    co_return permit(this, std::move(*granted), now);
-  }
+  if (auto p = grant_now(reserve_bytes, full)) co_return std::move(*p);
   if (full) co_return make_refusal(refusal::queue_full, queue_depth_ + 1);
 
   auto ex = co_await net::this_coro::executor;

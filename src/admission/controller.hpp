@@ -99,6 +99,10 @@ class controller {
   // A grant that races with a timeout or a cancellation wins: the caller then gets a permit, and
   // dropping it passes the slot on, so a slot is never lost.
   task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {});
+  // acquire()'s fast path alone, without a coroutine: a permit when a slot is free, nobody is
+  // queued and the bytes fit; nullopt otherwise (then call acquire(), which queues or refuses).
+  // Lets a caller skip setting up a wait (and a race with its client) in the common case.
+  std::optional<permit> try_admit_now(std::uint64_t reserve_bytes);
 
   std::uint64_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
   std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_relaxed); }
@@ -134,6 +138,8 @@ class controller {
   refused make_refusal(refusal why, std::uint64_t position);
   // Admission decision for a request that is not queued yet; called under mu_.
   std::optional<memory_budget::reservation> try_grant_locked(std::uint64_t bytes);
+  // The grant without waiting (takes the lock); `full` says the queue is full as well.
+  std::optional<permit> grant_now(std::uint64_t reserve_bytes, bool& full);
   // Hands free slots to waiters from the head of the queue; returns them as a list to wake.
   waiter* grant_waiters_locked(clock::time_point now);
   void link_locked(waiter* w);

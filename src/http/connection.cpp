@@ -34,7 +34,10 @@ task<void> connection::expire_after(duration d) {
 
 task<result<request>> connection::read_request() {
   // Idle phase: a keep-alive connection waits for the first byte of its next request.
-  if (buffer_.size() == 0) {
+  // Skipped when the request's bytes are already there (a fresh connection usually has them):
+  // one peek instead of a wait raced with a timer.
+  char probe;
+  if (buffer_.size() == 0 && ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
     error_code ec;
     auto r = co_await (socket_.async_wait(tcp::socket::wait_read, ec_out(ec)) || expire_after(opts_.idle_timeout));
     if (r.index() == 1 || ec) co_return error::make(errc::cancelled, "connection idle or closed");

@@ -169,6 +169,31 @@ TEST_F(controller_test, NewcomerDoesNotOvertakeTheQueue) {
   EXPECT_TRUE(newcomer->granted());
 }
 
+TEST_F(controller_test, TryAdmitNowGrantsOnlyWithoutWaitingOrOvertaking) {
+  controller c(opts(1), budget);
+  auto first = c.try_admit_now(0);
+  ASSERT_TRUE(first.has_value()) << "a free slot is taken at once";
+  EXPECT_EQ(c.in_use(), 1u);
+  EXPECT_EQ(c.admitted_total(), 1u);
+  EXPECT_FALSE(c.try_admit_now(0).has_value()) << "no free slot: nothing, and nothing queued";
+  EXPECT_EQ(c.queued(), 0u);
+  auto waiter = spawn_acquire(ctx, c);
+  poll();
+  ASSERT_EQ(c.queued(), 1u);
+  // The slot frees; the waiter's grant is pending, and the fast path must not take the slot.
+  first.reset();
+  EXPECT_FALSE(c.try_admit_now(0).has_value()) << "a waiter is ahead";
+  poll();
+  EXPECT_TRUE(waiter->granted());
+  waiter->result.reset();
+  EXPECT_TRUE(c.try_admit_now(0).has_value());  // released again at once by the temporary
+  EXPECT_EQ(c.in_use(), 0u);
+  c.set_draining(true);
+  EXPECT_FALSE(c.try_admit_now(0).has_value()) << "draining admits nothing";
+  c.set_draining(false);
+  EXPECT_FALSE(c.try_admit_now(big_budget * 2).has_value()) << "bytes that can never fit";
+}
+
 TEST_F(controller_test, QueueFullIsRefusedAtOnce) {
   controller c(opts(1, 2), budget);
   auto holder = spawn_acquire(ctx, c);
