@@ -68,17 +68,23 @@ TEST(histogram, bucket_sets_are_strictly_increasing_and_span_the_promised_range)
   EXPECT_DOUBLE_EQ(overhead_buckets.back(), 0.1);
 }
 
+// Runs `threads` threads at once, thread t observing value(t) per_thread times.
+template <class Value>
+void observe_from_threads(histogram& h, int threads, int per_thread, Value value) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&h, t, per_thread, value] {
+      for (int i = 0; i < per_thread; ++i) h.observe(value(t));
+    });
+  for (auto& th : pool) th.join();
+}
+
 TEST(histogram, concurrent_observers_lose_nothing) {
   histogram h(small_bounds);
   constexpr int threads = 4;
   constexpr int per_thread = 50000;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&h, t] {
-      // Halves and whole numbers add exactly in a double, so the sum can be compared exactly.
-      for (int i = 0; i < per_thread; ++i) h.observe(t % 2 == 0 ? 0.5 : 3.0);
-    });
-  for (auto& th : pool) th.join();
+  // Halves and whole numbers add exactly in a double, so the sum can be compared exactly.
+  observe_from_threads(h, threads, per_thread, [](int t) { return t % 2 == 0 ? 0.5 : 3.0; });
   EXPECT_EQ(h.count(), static_cast<std::uint64_t>(threads * per_thread));
   EXPECT_EQ(h.sum(), 2 * per_thread * 0.5 + 2 * per_thread * 3.0);
   EXPECT_EQ(cumulative(h), (std::vector<std::uint64_t>{100000, 100000, 200000, 200000}));
@@ -89,12 +95,7 @@ TEST(histogram, more_threads_than_shards_share_them_and_lose_nothing) {
   histogram h(small_bounds);
   constexpr int threads = 40;
   constexpr int per_thread = 10000;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&h] {
-      for (int i = 0; i < per_thread; ++i) h.observe(2.0);
-    });
-  for (auto& th : pool) th.join();
+  observe_from_threads(h, threads, per_thread, [](int) { return 2.0; });
   EXPECT_EQ(h.count(), static_cast<std::uint64_t>(threads * per_thread));
   EXPECT_EQ(h.sum(), 2.0 * threads * per_thread);
   const auto snap = h.snapshot();
