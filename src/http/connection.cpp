@@ -7,6 +7,7 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
@@ -186,6 +187,12 @@ task<result<void>> connection::write_chunk(std::string_view data) {
   co_return co_await write_streamed(bhttp::make_chunk(net::buffer(data.data(), data.size())));
 }
 
+task<result<void>> connection::write_last_chunk(std::string_view data) {
+  if (data.empty()) co_return co_await finish_chunks();
+  co_return co_await write_streamed(
+      beast::buffers_cat(bhttp::make_chunk(net::buffer(data.data(), data.size())), bhttp::make_chunk_last()));
+}
+
 task<result<void>> connection::finish_chunks() {
   co_return co_await write_streamed(bhttp::make_chunk_last());
 }
@@ -224,10 +231,8 @@ void connection::cancel() noexcept {
 void connection::close() noexcept {
   error_code ec;
   cancel_timer_.cancel();
-  if (socket_.is_open()) {
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
-  }
+  // close() alone sends the FIN after whatever is queued (as a shutdown would), one call fewer.
+  if (socket_.is_open()) socket_.close(ec);
 }
 
 void connection::on_tick(runtime::steady::time_point now) {

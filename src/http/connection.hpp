@@ -29,6 +29,9 @@ class connection : public runtime::watchdog::item {
   task<result<void>> write_head(bhttp::response<bhttp::empty_body>& head);
   task<result<void>> write_chunk(std::string_view data);
   task<result<void>> finish_chunks();
+  // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
+  // events).
+  task<result<void>> write_last_chunk(std::string_view data);
 
   enum class peer_event { gone, data, cancelled };
   // Completes when the client has gone, sent more bytes (e.g. a pipelined request), or the wait was

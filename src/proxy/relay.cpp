@@ -210,6 +210,19 @@ task<bool> sse_relay::put(std::size_t from, std::size_t n) {
   co_return w.has_value();
 }
 
+bool sse_relay::ends_with_this_write(std::size_t upto) const {
+  // Only the plain case: nothing left to splice in or drop, nothing after the events, and the
+  // upstream body already complete; everything else takes the general path.
+  return saw_done_ && !saw_error_event_ && check_ == nullptr && drop_to_ <= drop_from_ && upto == buf_.size() &&
+         up_.done();
+}
+
+task<bool> sse_relay::finish_with(std::size_t upto) {
+  auto w = co_await client_.write_last_chunk(buf_.view(0, upto));
+  buf_.consume(upto);
+  co_return w.has_value();
+}
+
 task<bool> sse_relay::finish_body() {
   auto w = co_await client_.finish_chunks();
   co_return w.has_value();
@@ -286,6 +299,12 @@ task<void> sse_relay::pump_events() {
     if (*boundary != sse::parser::npos) {
       std::size_t upto = start + *boundary;
       res_.relay_overhead_seconds += std::chrono::duration<double>(runtime::steady::now() - handling_start).count();
+      if (ends_with_this_write(upto)) {  // [DONE] and the upstream's end came in this read
+        const bool ended = co_await finish_with(upto);
+        if (!ended) res_.client_gone = true;
+        else res_.completed = true;
+        break;
+      }
       const bool sent = co_await write_events(start, upto);
       if (!sent) {
         res_.client_gone = true;

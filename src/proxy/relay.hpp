@@ -73,6 +73,10 @@ class sse_relay : public runtime::watchdog::item {
   task<bool> read_more(std::size_t& n);  // false: ending_ says why
   task<bool> put(std::size_t from, std::size_t n);
   task<bool> finish_body();
+  // The events up to `upto` end the stream and the upstream body is complete: they go out with
+  // the body's last chunk in one write.
+  bool ends_with_this_write(std::size_t upto) const;
+  task<bool> finish_with(std::size_t upto);
   // Checks one event; false stops the parse (malformed payload).
   bool on_event(const sse::event_view& ev);
   // Writes buf_[0, upto), with the structured-output verdict event spliced in before [DONE].
