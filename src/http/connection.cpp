@@ -132,11 +132,22 @@ task<result<void>> connection::write(response& res) {
 
 task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& head) {
   head.chunked(true);
+  // The head as bytes, then written like a streamed piece (offered to the socket first).
   bhttp::response_serializer<bhttp::empty_body> sr(head);
-  write_since_ = runtime::steady::now();
+  sr.split(true);
+  std::string bytes;
   error_code ec;
-  std::size_t n = co_await bhttp::async_write_header(socket_, sr, ec_out(ec));
-  co_return end_write(ec, n);
+  while (!sr.is_header_done() && !ec) {
+    sr.next(ec, [&](error_code&, const auto& buffers) {
+      const std::size_t n = net::buffer_size(buffers);
+      const std::size_t at = bytes.size();
+      bytes.resize(at + n);
+      net::buffer_copy(net::buffer(bytes.data() + at, n), buffers);
+      sr.consume(n);
+    });
+  }
+  if (ec) co_return error::make(errc::internal, "cannot serialize the response head: " + ec.message());
+  co_return co_await write_streamed(net::buffer(bytes));
 }
 
 namespace {
