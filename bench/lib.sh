@@ -85,3 +85,15 @@ bench_raise_nofile() {
 
 # bench_load : the 1-minute load average.
 bench_load() { cut -d' ' -f1 /proc/loadavg; }
+
+# bench_private_copy BIN DIR : copies BIN into DIR and prints the copy's path, so that a rebuild
+# during the run cannot change what is measured. Retries while BIN is being rewritten (a build).
+bench_private_copy() {
+  local src=$1 dir=$2 _
+  for _ in 1 2 3 4 5 6; do
+    cp "$src" "$dir/sluice" 2>/dev/null && "$dir/sluice" --help >/dev/null 2>&1 && break
+    bench_log "$src is being rewritten (a build?); retrying in 10 s"; sleep 10
+  done
+  "$dir/sluice" --help >/dev/null 2>&1 || bench_die "no usable copy of $src"
+  echo "$dir/sluice"
+}

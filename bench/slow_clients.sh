@@ -76,13 +76,7 @@ BENCH_TMP=$(mktemp -d /tmp/sluice-slow.XXXXXX)
 cleanup() { bench_cleanup; rm -rf "$BENCH_TMP"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-# A private copy of the binary: a rebuild during the run must not change what is measured.
-for _ in 1 2 3 4 5 6; do
-  cp "$SLUICE_BIN" "$BENCH_TMP/sluice" 2>/dev/null && "$BENCH_TMP/sluice" --help >/dev/null 2>&1 && break
-  bench_log "$SLUICE_BIN is being rewritten (a build?); retrying in 10 s"; sleep 10
-done
-BIN=$BENCH_TMP/sluice
-"$BIN" --help >/dev/null 2>&1 || bench_die "no usable copy of $SLUICE_BIN"
+BIN=$(bench_private_copy "$SLUICE_BIN" "$BENCH_TMP")
 
 # Each proxied stream holds two descriptors in the gateway (client + upstream).
 need=$(( 2 * STREAMS + 64 ))

@@ -133,6 +133,15 @@ std::string chat_stream_text(const std::string& body) {
   return text;
 }
 
+// The stream ended with an in-band error event and no [DONE]: its "error" object (null if none).
+boost::json::value in_band_error(const std::string& body) {
+  EXPECT_EQ(body.find("[DONE]"), std::string::npos) << body;
+  auto err = body.find("data: {\"error\":");
+  EXPECT_NE(err, std::string::npos) << body;
+  if (err == std::string::npos) return nullptr;
+  return parse(body.substr(err + 6, body.find('\n', err) - err - 6)).at("error");
+}
+
 }  // namespace
 
 // --- whole answers ------------------------------------------------------------------------------
@@ -275,10 +284,8 @@ TEST_F(StructuredOutputTest, ChatStreamRejectStopsAtFirstViolationAndAbortsUpstr
                     with_content(content, {{"x-sluice-schema-policy", policy}, {"x-sim-token-delay", "5ms"}}));
     ASSERT_EQ(res.result_int(), 200u);
     const auto& b = res.body();
-    EXPECT_EQ(b.find("[DONE]"), std::string::npos) << b;
-    auto err = b.find("data: {\"error\":");
-    ASSERT_NE(err, std::string::npos) << b;
-    auto e = parse(b.substr(err + 6, b.find('\n', err) - err - 6)).at("error");
+    auto e = in_band_error(b);
+    ASSERT_TRUE(e.is_object());
     EXPECT_EQ(e.at("code"), "schema_violation");
     EXPECT_EQ(e.at("param"), "/n");
     EXPECT_LT(chat_stream_text(b).size(), 20u) << "relayed past the violation";
@@ -417,10 +424,8 @@ TEST_F(StructuredOutputTest, StreamChecksEveryChoice) {
   auto res = post("/v1/chat/completions", chat_n_body(true, 2), {{"x-sluice-schema-policy", "reject"}});
   ASSERT_EQ(res.result_int(), 200u);
   const auto& b = res.body();
-  EXPECT_EQ(b.find("[DONE]"), std::string::npos) << b;
-  auto err = b.find("data: {\"error\":");
-  ASSERT_NE(err, std::string::npos) << b;
-  auto e = parse(b.substr(err + 6, b.find('\n', err) - err - 6)).at("error");
+  auto e = in_band_error(b);
+  ASSERT_TRUE(e.is_object());
   EXPECT_EQ(e.at("code"), "schema_violation");
   EXPECT_EQ(e.at("param"), "/n");
   EXPECT_NE(std::string(e.at("message").as_string()).find("choice 1"), std::string::npos) << e;
