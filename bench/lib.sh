@@ -97,3 +97,17 @@ bench_private_copy() {
   "$dir/sluice" --help >/dev/null 2>&1 || bench_die "no usable copy of $src"
   echo "$dir/sluice"
 }
+
+# bench_build_sluice NO_BUILD BIN : builds build/sluice (RelWithDebInfo) unless NO_BUILD is 1 or BIN
+# is another binary; dies when BIN is not there afterwards.
+bench_build_sluice() {
+  local no_build=$1 bin=$2
+  if [ "$no_build" = 0 ] && [ "$bin" = build/sluice ]; then
+    if [ ! -f build/CMakeCache.txt ]; then
+      cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    fi
+    bench_log "building sluice (RelWithDebInfo)..."
+    cmake --build build -j "$(nproc)" --target sluice >/dev/null || bench_die "build failed"
+  fi
+  [ -x "$bin" ] || bench_die "$bin missing (build it, or drop --no-build)"
+}

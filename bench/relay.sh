@@ -72,14 +72,7 @@ command -v node >/dev/null || bench_die "node is needed (bash scripts/install-de
 [ -x "$NGINX" ] || bench_die "$NGINX not found (bash scripts/install-deps.sh installs nginx-light)"
 
 # --- build ---------------------------------------------------------------------------------------
-if [ "$NO_BUILD" = 0 ] && [ "$SLUICE_BIN" = build/sluice ]; then
-  if [ ! -f build/CMakeCache.txt ]; then
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  fi
-  bench_log "building sluice (RelWithDebInfo)..."
-  cmake --build build -j "$(nproc)" --target sluice >/dev/null || bench_die "build failed"
-fi
-[ -x "$SLUICE_BIN" ] || bench_die "$SLUICE_BIN missing (build it, or drop --no-build)"
+bench_build_sluice "$NO_BUILD" "$SLUICE_BIN"
 
 # --- environment -------------------------------------------------------------------------------
 NOFILE=$(bench_raise_nofile)

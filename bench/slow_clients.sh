@@ -57,14 +57,7 @@ done
 command -v python3 >/dev/null || bench_die "python3 is needed"
 
 # --- build ---------------------------------------------------------------------------------------
-if [ "$NO_BUILD" = 0 ] && [ "$SLUICE_BIN" = build/sluice ]; then
-  if [ ! -f build/CMakeCache.txt ]; then
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  fi
-  bench_log "building sluice (RelWithDebInfo)..."
-  cmake --build build -j "$(nproc)" --target sluice >/dev/null || bench_die "build failed"
-fi
-[ -x "$SLUICE_BIN" ] || bench_die "$SLUICE_BIN missing (build it, or drop --no-build)"
+bench_build_sluice "$NO_BUILD" "$SLUICE_BIN"
 
 # --- environment -------------------------------------------------------------------------------
 NOFILE=$(bench_raise_nofile)
