@@ -1,7 +1,6 @@
 #include "http/connection.hpp"
 
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 
@@ -14,6 +13,8 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include "runtime/socket_io.hpp"
 
 namespace sluice::http {
 
@@ -36,15 +37,33 @@ task<void> connection::expire_after(duration d) {
 }
 
 task<result<request>> connection::read_request() {
-  // Idle phase: a keep-alive connection waits for the first byte of its next request.
-  // Skipped when the request's bytes are already there (a fresh connection usually has them):
-  // one peek instead of a wait raced with a timer.
-  char probe;
-  if (buffer_.size() == 0 && ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
-    error_code ec;
-    auto r = co_await (socket_.async_wait(tcp::socket::wait_read, ec_out(ec)) || expire_after(opts_.idle_timeout));
-    if (r.index() == 1 || ec) co_return error::make(errc::cancelled, "connection idle or closed");
+  // The first bytes of the request. A fresh connection usually has them already: one
+  // non-blocking read takes them. A keep-alive connection usually waits for its next request: the
+  // read itself waits in the reactor (no separate readiness wait, which re-arms the descriptor),
+  // under idle_timeout kept by the watchdog tick (no timer raced with it per request).
+  if (buffer_.size() == 0) {
+    const std::size_t want = std::min(served_ ? idle_read_bytes : first_read_bytes, buffer_.max_size());
+    bool have = false;
+    if (!served_) {
+      auto space = buffer_.prepare(want);
+      const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        co_return error::make(errc::cancelled, "client closed the connection");
+      if (n > 0) {
+        buffer_.commit(static_cast<std::size_t>(n));
+        have = true;
+      }
+    }
+    if (!have) {
+      idle_deadline_ = runtime::steady::now() + opts_.idle_timeout;
+      error_code ec;
+      const std::size_t n = co_await socket_.async_read_some(buffer_.prepare(want), ec_out(ec));
+      idle_deadline_ = {};
+      if (ec || n == 0) co_return error::make(errc::cancelled, "connection idle or closed");
+      buffer_.commit(n);
+    }
   }
+  served_ = true;
 
   bhttp::request_parser<bhttp::string_body> parser;
   parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
@@ -62,25 +81,16 @@ task<result<request>> connection::read_request() {
     return error::make(errc::bad_request, "malformed HTTP request: " + ec.message());
   };
 
-  // Fast path: a request's head, and usually its whole body, comes with its first bytes. What one
-  // non-blocking read brings is parsed at once; only a request still incomplete after it is read
-  // under the head and body deadlines (reads raced with timers: coroutines and timer operations
-  // each request would otherwise pay for).
+  // Fast path: a request's head, and usually its whole body, comes with its first bytes: what the
+  // first read brought is parsed at once; only a request still incomplete after it is read under
+  // the head and body deadlines (reads raced with timers: coroutines and timer operations each
+  // request would otherwise pay for).
   {
-    const std::size_t room = buffer_.max_size() - buffer_.size();
-    const std::size_t want = std::min(std::max<std::size_t>(512, buffer_.capacity() - buffer_.size()), room);
-    if (want > 0) {
-      auto space = buffer_.prepare(want);
-      const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
-      if (n > 0) buffer_.commit(static_cast<std::size_t>(n));
-    }
-    if (buffer_.size() > 0) {
-      parser.eager(true);  // the body too, as far as it is there
-      error_code ec;
-      buffer_.consume(parser.put(buffer_.data(), ec));
-      if (ec == bhttp::error::need_more) ec = {};
-      if (ec) co_return classify(ec, false, !parser.is_header_done());
-    }
+    parser.eager(true);  // the body too, as far as it is there
+    error_code ec;
+    buffer_.consume(parser.put(buffer_.data(), ec));
+    if (ec == bhttp::error::need_more) ec = {};
+    if (ec) co_return classify(ec, false, !parser.is_header_done());
   }
 
   if (!parser.is_header_done()) {
@@ -131,66 +141,65 @@ task<result<void>> connection::write(response& res) {
 }
 
 task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& head) {
+  // Written like a streamed piece (offered to the socket first).
+  auto held = hold_head(head);
+  if (!held) co_return held;
+  co_return co_await flush_head();
+}
+
+result<void> connection::hold_head(bhttp::response<bhttp::empty_body>& head) {
   head.chunked(true);
-  // The head as bytes, then written like a streamed piece (offered to the socket first).
-  bhttp::response_serializer<bhttp::empty_body> sr(head);
-  sr.split(true);
-  std::string bytes;
   error_code ec;
-  while (!sr.is_header_done() && !ec) {
-    sr.next(ec, [&](error_code&, const auto& buffers) {
-      const std::size_t n = net::buffer_size(buffers);
-      const std::size_t at = bytes.size();
-      bytes.resize(at + n);
-      net::buffer_copy(net::buffer(bytes.data() + at, n), buffers);
-      sr.consume(n);
-    });
+  held_head_ = runtime::head_bytes(head, ec);
+  if (ec) {
+    release_head();
+    return error::make(errc::internal, "cannot serialize the response head: " + ec.message());
   }
-  if (ec) co_return error::make(errc::internal, "cannot serialize the response head: " + ec.message());
-  co_return co_await write_streamed(net::buffer(bytes));
+  return ok;
 }
 
-namespace {
-
-// One non-blocking sendmsg of as much of `buffers` as the socket takes now (MSG_DONTWAIT, outside
-// the reactor). Returns the bytes sent; 0 when the socket is full or failed (the asynchronous
-// write that follows then waits, or reports the error).
-template <class Buffers>
-std::size_t send_now(tcp::socket& socket, const Buffers& buffers) noexcept {
-  constexpr std::size_t max_iov = 16;
-  ::iovec iov[max_iov];
-  std::size_t count = 0;
-  for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers) && count < max_iov; ++it) {
-    net::const_buffer b(*it);
-    if (b.size() == 0) continue;
-    iov[count].iov_base = const_cast<void*>(b.data());
-    iov[count].iov_len = b.size();
-    ++count;
-  }
-  ::msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = count;
-  const ssize_t n = ::sendmsg(socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  return n > 0 ? static_cast<std::size_t>(n) : 0;
+task<result<void>> connection::flush_head() {
+  if (held_head_.empty()) co_return ok;
+  co_return co_await write_streamed(net::const_buffer(nullptr, 0));
 }
-
-}  // namespace
 
 // Streamed pieces are first offered to the socket directly: when it has room (the usual case for
 // a reading client) the piece is written and the relay goes on without a trip through the event
 // loop (no posted completion, no extra epoll_wait). Whatever the socket does not take goes through
-// the asynchronous write, under the write-stall watchdog as always.
+// the asynchronous write, under the write-stall watchdog as always. A held head goes first, in
+// the same system call.
 template <class Buffers>
 task<result<void>> connection::write_streamed(const Buffers& buffers) {
-  const std::size_t total = net::buffer_size(buffers);
-  const std::size_t now = send_now(socket_, buffers);
-  if (now == total) co_return end_write({}, now);
-  beast::buffers_suffix<Buffers> rest(buffers);
-  rest.consume(now);
+  const std::size_t head = held_head_.size();
+  const std::size_t total = head + net::buffer_size(buffers);
+  const std::size_t now = runtime::send_now(socket_, held_head_, buffers);
+  if (now == total) {
+    if (head) release_head();
+    co_return end_write({}, now);
+  }
   write_since_ = runtime::steady::now();
+  std::size_t done = now;
+  if (now < head) {  // rare: the socket did not take even the head
+    std::size_t n = 0;
+    const bool sent = co_await write_rest_of_head(now, n);
+    done += n;
+    if (!sent) {
+      release_head();
+      co_return end_write(net::error::broken_pipe, done);
+    }
+  }
+  if (head) release_head();
+  beast::buffers_suffix<Buffers> rest(buffers);
+  rest.consume(done - head);
   error_code ec;
   std::size_t n = co_await net::async_write(socket_, rest, ec_out(ec));
-  co_return end_write(ec, now + n);
+  co_return end_write(ec, done + n);
+}
+
+task<bool> connection::write_rest_of_head(std::size_t from, std::size_t& n) {
+  error_code ec;
+  n = co_await net::async_write(socket_, net::buffer(held_head_.data() + from, held_head_.size() - from), ec_out(ec));
+  co_return !ec;
 }
 
 task<result<void>> connection::write_chunk(std::string_view data) {
@@ -247,6 +256,11 @@ void connection::close() noexcept {
 }
 
 void connection::on_tick(runtime::steady::time_point now) {
+  if (idle_deadline_ != runtime::steady::time_point{} && now >= idle_deadline_) {
+    idle_deadline_ = {};
+    error_code ec;
+    socket_.cancel(ec);  // the idle read fails with operation_aborted: the session ends quietly
+  }
   if (write_since_ != runtime::steady::time_point{} && now - write_since_ > opts_.write_stall_timeout) {
     stalled_ = true;
     // An abortive close (RST): the client reads nothing, so whatever is queued in the kernel for it

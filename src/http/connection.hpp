@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -27,6 +28,11 @@ class connection : public runtime::watchdog::item {
   task<result<void>> write(response& res);
   // Starts a chunked response: the head, then write_chunk() for each piece, then finish_chunks().
   task<result<void>> write_head(bhttp::response<bhttp::empty_body>& head);
+  // Keeps the head to go out with the first streamed piece (one write instead of two), for a body
+  // whose first bytes are already in memory. flush_head() writes a held head alone (before a wait).
+  result<void> hold_head(bhttp::response<bhttp::empty_body>& head);
+  bool holds_head() const noexcept { return !held_head_.empty(); }
+  task<result<void>> flush_head();
   task<result<void>> write_chunk(std::string_view data);
   task<result<void>> finish_chunks();
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
@@ -62,12 +68,23 @@ class connection : public runtime::watchdog::item {
   task<void> expire_after(duration d);
   template <class Buffers>
   task<result<void>> write_streamed(const Buffers& buffers);
+  task<bool> write_rest_of_head(std::size_t from, std::size_t& n);
+  void release_head() noexcept { std::string().swap(held_head_); }  // frees it, not only clears
   result<void> end_write(const error_code& ec, std::size_t n) noexcept;
 
   tcp::socket socket_;
   net::steady_timer cancel_timer_;
+  // The first read of a fresh connection (its request is usually there already: a typical chat
+  // request's head and body), and the read a keep-alive connection waits in between requests
+  // (its buffer is held while idle).
+  static constexpr std::size_t first_read_bytes = 2048;
+  static constexpr std::size_t idle_read_bytes = 1024;
+
   beast::flat_buffer buffer_;
   const server_options& opts_;
+  std::string held_head_;  // hold_head(): serialized, waiting for the first piece
+  runtime::steady::time_point idle_deadline_{};  // waiting for a next request until; epoch = not
+  bool served_ = false;  // a request was read on this connection
   runtime::steady::time_point write_since_{};  // start of the pending write; epoch = none
   std::uint64_t bytes_written_ = 0;
   bool stalled_ = false;

@@ -352,6 +352,11 @@ task<bool> handler::write_stream_head(exchange& x, http::connection& conn, story
   for (const auto& f : x.response->head())
     if (passback(f.name_string())) head.set(f.name_string(), f.value());
   head.keep_alive(keep);
+  if (x.response->has_buffered_body()) {
+    // The first events came with the upstream's head: the head goes out with them, in one write
+    // (the relay writes a held head alone before it waits for more).
+    co_return conn.hold_head(head).has_value();
+  }
   auto w = co_await conn.write_head(head);
   co_return w.has_value();
 }

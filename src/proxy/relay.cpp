@@ -193,6 +193,14 @@ task<void> sse_relay::pump() {
 // frame, so the loop itself awaits only bool-returning helpers.
 
 task<bool> sse_relay::read_more(std::size_t& n) {
+  if (client_.holds_head() && !up_.has_buffered_body()) {
+    // The next read waits for the upstream: the client gets the head now, not with the first event.
+    auto w = co_await client_.flush_head();
+    if (!w) {
+      res_.client_gone = true;
+      co_return false;
+    }
+  }
   reading_since_ = runtime::steady::now();
   auto r = co_await up_.read_some(buf_.free_data(), buf_.free_size());
   reading_since_ = {};

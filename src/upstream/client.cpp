@@ -59,6 +59,7 @@ response::~response() {
 unsigned response::status() const { return conn_->parser().get().result_int(); }
 const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
 bool response::done() const { return conn_->parser().is_done(); }
+bool response::has_buffered_body() const noexcept { return conn_ && conn_->buffered() > 0; }
 
 void response::expect_bulk(std::size_t bytes) {
   if (conn_) conn_->reserve_read(bytes);

@@ -59,6 +59,9 @@ class response {
   // Reads the whole remaining body, at most `limit` bytes.
   task<result<std::string>> read_all(std::size_t limit);
   bool done() const;
+  // Body bytes already read from the socket and not yet decoded: read_some() returns them without
+  // waiting.
+  bool has_buffered_body() const noexcept;
   // The body comes fast: let each socket read take up to `bytes` (grows the read buffer once).
   void expect_bulk(std::size_t bytes);
   // Closes the connection now (it will not go back to the pool).

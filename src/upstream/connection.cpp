@@ -2,8 +2,13 @@
 
 #include <sys/socket.h>
 
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_cat.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include "runtime/socket_io.hpp"
 
 namespace sluice::upstream {
 
@@ -20,22 +25,54 @@ beast::tcp_stream& connection::tcp() noexcept {
 
 task<error_code> connection::write(request& req) {
   error_code ec;
-  co_await std::visit([&](auto& s) { return bhttp::async_write(s, req, ec_out(ec)); }, stream_);
+  if (is_tls()) {
+    co_await bhttp::async_write(tls_stream(), req, ec_out(ec));
+    co_return ec;
+  }
+  // Plain TCP: head and body are offered to the socket in one non-blocking sendmsg (a request
+  // usually fits its send buffer); only what it does not take goes through the asynchronous
+  // write, under the stream's deadline. No posted completion for the usual case.
+  const std::string head = runtime::head_bytes(req, ec);
+  if (ec) co_return ec;
+  const auto body = net::buffer(req.body());
+  int failed = 0;
+  const std::size_t sent = runtime::send_now(tcp().socket(), head, body, &failed);
+  if (failed) co_return error_code(failed, boost::system::system_category());
+  if (sent == head.size() + body.size()) co_return ec;
+  const auto all = beast::buffers_cat(net::buffer(head), body);
+  beast::buffers_suffix<std::decay_t<decltype(all)>> rest(all);
+  rest.consume(sent);
+  co_await net::async_write(tcp(), rest, ec_out(ec));
   co_return ec;
 }
 
 task<error_code> connection::read_head() {
-  error_code ec;
-  co_await std::visit([&](auto& s) { return bhttp::async_read_header(s, buffer_, *parser_, ec_out(ec)); },
-                      stream_);
-  co_return ec;
+  // The head is parsed from sluice's own reads, like the body: the first read may take up to
+  // head_read_window, so a head and the events sent right behind it usually come in one system
+  // call (and go to the client in one write); the window shrinks back for the body reads.
+  auto& p = *parser_;
+  while (true) {
+    error_code ec;
+    if (buffer_.size() > 0) {
+      buffer_.consume(p.put(buffer_.data(), ec));
+      if (ec == bhttp::error::need_more) ec = {};
+      if (ec || p.is_header_done()) co_return ec;
+    }
+    bool eof = false;
+    ec = co_await read_into_buffer(std::max(read_window_, head_read_window), eof);
+    if (ec == bhttp::error::buffer_overflow) co_return bhttp::error::header_limit;
+    if (ec) co_return ec;
+    if (eof) co_return buffer_.size() == 0 ? bhttp::error::end_of_stream : bhttp::error::partial_message;
+  }
 }
 
-task<error_code> connection::read_more(bool& eof) {
+task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   eof = false;
   const std::size_t room = buffer_.max_size() - buffer_.size();
-  const std::size_t want = std::min(read_window_, room);
+  const std::size_t want = std::min(window, room);
   if (want == 0) co_return bhttp::error::buffer_overflow;  // unparsable bytes fill the buffer
+  // A large head read leaves a large buffer behind; a slow body's reads need only the window.
+  if (buffer_.size() == 0 && buffer_.capacity() > want) buffer_.shrink_to_fit();
   error_code ec;
   auto space = buffer_.prepare(want);
   std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
@@ -46,7 +83,15 @@ task<error_code> connection::read_more(bool& eof) {
     eof = true;
     co_return error_code{};
   }
-  if (!ec && n == want && read_window_ < max_read_window) read_window_ = std::min(read_window_ * 2, max_read_window);
+  co_return ec;
+}
+
+task<error_code> connection::read_more(bool& eof) {
+  const std::size_t want = read_window_;
+  const std::size_t before = buffer_.size();
+  error_code ec = co_await read_into_buffer(want, eof);
+  if (!ec && !eof && buffer_.size() - before == want && read_window_ < max_read_window)
+    read_window_ = std::min(read_window_ * 2, max_read_window);
   co_return ec;
 }
 

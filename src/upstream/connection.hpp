@@ -47,6 +47,8 @@ class connection {
   void shrink();
 
   static constexpr std::size_t initial_read_window = 512;
+  // The first read of a response: room for a head and the first events sent with it.
+  static constexpr std::size_t head_read_window = 4096;
   static constexpr std::size_t max_read_window = 16 * 1024;
   bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
   // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).
@@ -58,6 +60,9 @@ class connection {
   duration idle_timeout{};  // per body read, from options.idle_between_events
 
  private:
+  // One socket read of up to `window` bytes into the buffer.
+  task<error_code> read_into_buffer(std::size_t window, bool& eof);
+
   std::variant<plain, secure> stream_;
   beast::flat_buffer buffer_;
   std::size_t read_window_ = initial_read_window;
