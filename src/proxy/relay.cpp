@@ -193,11 +193,21 @@ task<void> sse_relay::pump() {
 // frame, so the loop itself awaits only bool-returning helpers.
 
 task<bool> sse_relay::read_more(std::size_t& n) {
-  if (client_.holds_head() && !up_.has_buffered_body()) {
-    // The next read waits for the upstream: the client gets the head now, not with the first event.
+  if (client_.holds_head()) {
+    // The head waits only for events already in memory: when the buffered bytes hold none, the
+    // client gets the head now, before the read that waits for the upstream.
+    auto got = up_.read_buffered(buf_.free_data(), buf_.free_size());
+    if (got && *got > 0) {
+      n = *got;
+      co_return true;
+    }
     auto w = co_await client_.flush_head();
     if (!w) {
       res_.client_gone = true;
+      co_return false;
+    }
+    if (!got) {
+      ending_ = std::move(got).err();
       co_return false;
     }
   }

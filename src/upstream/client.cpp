@@ -72,30 +72,34 @@ void response::abort() noexcept {
   conn_->close();
 }
 
-task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
+result<std::size_t> response::read_buffered(char* dst, std::size_t cap) {
+  // Decodes what is already buffered into dst: every chunk one socket read brought goes out with
+  // one write of the relay.
   auto& p = conn_->parser();
   p.eager(true);  // one put() decodes every chunk the buffer holds, not one parser step
-  std::size_t n = 0;
+  if (conn_->buffered() == 0 || p.is_done()) return std::size_t{0};
+  p.get().body().data = dst;
+  p.get().body().size = cap;
+  p.get().body().more = true;
+  error_code ec;
+  conn_->consume(p.put(net::buffer(conn_->buffered_data()), ec));
+  if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
+  if (ec) return error::make(errc::upstream_protocol, "upstream sent a malformed response body: " + ec.message());
+  return cap - p.get().body().size;
+}
+
+task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
+  auto& p = conn_->parser();
   while (!p.is_done()) {
-    // Decode what is already buffered into dst: every chunk one socket read brought goes out with
-    // one write of the relay, and the socket is read only when nothing decodable is left.
-    error_code ec;
-    if (conn_->buffered() > 0) {
-      p.get().body().data = dst + n;
-      p.get().body().size = cap - n;
-      p.get().body().more = true;
-      const std::size_t room = cap - n;
-      conn_->consume(p.put(net::buffer(conn_->buffered_data()), ec));
-      n += room - p.get().body().size;
-      if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
-      if (ec) co_return error::make(errc::upstream_protocol, "upstream sent a malformed response body: " + ec.message());
-      if (n > 0) break;
-      if (p.is_done()) break;
-    }
+    // The socket is read only when nothing decodable is left in the buffer.
+    auto got = read_buffered(dst, cap);
+    if (!got) co_return std::move(got).err();
+    if (*got > 0) co_return *got;
+    if (p.is_done()) break;
     if (idle_watched_) conn_->tcp().expires_never();
     else conn_->tcp().expires_after(conn_->idle_timeout);
     bool eof = false;
-    ec = co_await conn_->read_more(eof);
+    error_code ec = co_await conn_->read_more(eof);
     if (!ec && eof) {
       p.put_eof(ec);  // the end of a close-delimited body; anything else was cut short
       if (ec) {
@@ -109,8 +113,8 @@ task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
       co_return map_io_error(ec, "while reading the response body", abort_.aborted_);
     }
   }
-  if (n == 0 || p.is_done()) conn_->tcp().expires_never();
-  co_return n;
+  conn_->tcp().expires_never();
+  co_return std::size_t{0};
 }
 
 task<result<std::string>> response::read_all(std::size_t limit) {

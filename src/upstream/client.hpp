@@ -56,6 +56,9 @@ class response {
   // Reads up to `cap` body bytes into `dst`; 0 means the body is complete. Each read must make
   // progress within idle_between_events.
   task<result<std::size_t>> read_some(char* dst, std::size_t cap);
+  // What read_some() would return without waiting: body bytes decoded from what was already read
+  // from the socket (0 when nothing decodable is buffered). Never touches the socket.
+  result<std::size_t> read_buffered(char* dst, std::size_t cap);
   // Reads the whole remaining body, at most `limit` bytes.
   task<result<std::string>> read_all(std::size_t limit);
   bool done() const;
