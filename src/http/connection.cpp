@@ -142,20 +142,13 @@ task<result<void>> connection::write(response& res) {
 
 task<result<void>> connection::write_head(bhttp::response<bhttp::empty_body>& head) {
   // Written like a streamed piece (offered to the socket first).
-  auto held = hold_head(head);
-  if (!held) co_return held;
+  hold_head(head);
   co_return co_await flush_head();
 }
 
-result<void> connection::hold_head(bhttp::response<bhttp::empty_body>& head) {
+void connection::hold_head(bhttp::response<bhttp::empty_body>& head) {
   head.chunked(true);
-  error_code ec;
-  held_head_ = runtime::head_bytes(head, ec);
-  if (ec) {
-    release_head();
-    return error::make(errc::internal, "cannot serialize the response head: " + ec.message());
-  }
-  return ok;
+  held_head_ = runtime::head_bytes(head.base());
 }
 
 task<result<void>> connection::flush_head() {

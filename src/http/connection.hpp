@@ -30,7 +30,7 @@ class connection : public runtime::watchdog::item {
   task<result<void>> write_head(bhttp::response<bhttp::empty_body>& head);
   // Keeps the head to go out with the first streamed piece (one write instead of two), for a body
   // whose first bytes are already in memory. flush_head() writes a held head alone (before a wait).
-  result<void> hold_head(bhttp::response<bhttp::empty_body>& head);
+  void hold_head(bhttp::response<bhttp::empty_body>& head);
   bool holds_head() const noexcept { return !held_head_.empty(); }
   task<result<void>> flush_head();
   task<result<void>> write_chunk(std::string_view data);

@@ -355,7 +355,8 @@ task<bool> handler::write_stream_head(exchange& x, http::connection& conn, story
   if (x.response->has_buffered_body()) {
     // The first events came with the upstream's head: the head goes out with them, in one write
     // (the relay writes a held head alone before it waits for more).
-    co_return conn.hold_head(head).has_value();
+    conn.hold_head(head);
+    co_return true;
   }
   auto w = co_await conn.write_head(head);
   co_return w.has_value();

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/serializer.hpp>
 
 #include "runtime/asio.hpp"
 
@@ -46,22 +45,43 @@ std::size_t send_now(tcp::socket& socket, std::string_view prefix, const Buffers
   return n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
-// The head of `msg` (start line and fields, as the serializer writes them) as bytes.
-template <bool isRequest, class Body, class Fields>
-std::string head_bytes(boost::beast::http::message<isRequest, Body, Fields>& msg, error_code& ec) {
-  boost::beast::http::serializer<isRequest, Body, Fields> sr(msg);
-  sr.split(true);
-  std::string bytes;
-  while (!sr.is_header_done() && !ec) {
-    sr.next(ec, [&](error_code&, const auto& buffers) {
-      const std::size_t n = net::buffer_size(buffers);
-      const std::size_t at = bytes.size();
-      bytes.resize(at + n);
-      net::buffer_copy(net::buffer(bytes.data() + at, n), buffers);
-      sr.consume(n);
-    });
+// The head of a message (start line, fields, blank line) as bytes, exactly as Beast's serializer
+// writes it, without its buffer-sequence machinery (a few hundred bytes appended in one pass).
+template <bool isRequest, class Fields>
+std::string head_bytes(const boost::beast::http::header<isRequest, Fields>& h) {
+  std::string out;
+  out.reserve(256);
+  auto version = [&] {
+    out += "HTTP/";
+    out += static_cast<char>('0' + h.version() / 10);
+    out += '.';
+    out += static_cast<char>('0' + h.version() % 10);
+  };
+  if constexpr (isRequest) {
+    out += h.method_string();
+    out += ' ';
+    out += h.target();
+    out += ' ';
+    version();
+  } else {
+    version();
+    const unsigned code = h.result_int();
+    out += ' ';
+    out += static_cast<char>('0' + code / 100 % 10);
+    out += static_cast<char>('0' + code / 10 % 10);
+    out += static_cast<char>('0' + code % 10);
+    out += ' ';
+    out += h.reason();
   }
-  return bytes;
+  out += "\r\n";
+  for (const auto& f : h) {
+    out += f.name_string();
+    out += ": ";
+    out += f.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+  return out;
 }
 
 }  // namespace sluice::runtime

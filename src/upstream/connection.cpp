@@ -32,8 +32,7 @@ task<error_code> connection::write(request& req) {
   // Plain TCP: head and body are offered to the socket in one non-blocking sendmsg (a request
   // usually fits its send buffer); only what it does not take goes through the asynchronous
   // write, under the stream's deadline. No posted completion for the usual case.
-  const std::string head = runtime::head_bytes(req, ec);
-  if (ec) co_return ec;
+  const std::string head = runtime::head_bytes(req.base());
   const auto body = net::buffer(req.body());
   int failed = 0;
   const std::size_t sent = runtime::send_now(tcp().socket(), head, body, &failed);

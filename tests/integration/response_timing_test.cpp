@@ -262,13 +262,11 @@ TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
   test::bhttp::response<test::bhttp::empty_body> head{test::bhttp::status::ok, 11};
   head.set(test::bhttp::field::content_type, "text/event-stream");
   head.set("x-request-id", std::string(300, 'r'));  // a head of some size
-  ASSERT_TRUE(conn.hold_head(head).has_value());
+  conn.hold_head(head);
   ASSERT_TRUE(conn.holds_head());
   auto expected_head = head;
   expected_head.chunked(true);
-  error_code ec;
-  const std::string head_bytes = runtime::head_bytes(expected_head, ec);
-  ASSERT_FALSE(ec);
+  const std::string head_bytes = runtime::head_bytes(expected_head.base());
 
   const std::string payload(20000, 'p');
   std::optional<bool> wrote;
