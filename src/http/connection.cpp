@@ -26,7 +26,45 @@ connection::connection(tcp::socket socket, const server_options& opts)
   socket_.set_option(tcp::no_delay(true), ec);
 }
 
-connection::~connection() { close(); }
+connection::~connection() {
+  if (watch_state_) watch_state_->conn = nullptr;
+  close();
+}
+
+connection::peer_watch connection::watch_peer(peer_listener& l) {
+  listener_ = &l;
+  if (!watch_armed_ && !peer_gone_) arm_watch();
+  return peer_watch(*this);
+}
+
+void connection::arm_watch() {
+  if (!socket_.is_open()) return;
+  if (!watch_state_) watch_state_ = std::make_shared<watch_state>(watch_state{this});
+  watch_armed_ = true;
+  socket_.async_wait(tcp::socket::wait_read, [state = watch_state_](const error_code& ec) {
+    if (state->conn) state->conn->on_watch(ec);
+  });
+}
+
+void connection::on_watch(const error_code& ec) {
+  watch_armed_ = false;
+  if (!listener_ || peer_gone_ || !socket_.is_open()) return;  // no watch in force now
+  if (ec == net::error::operation_aborted) {  // another operation's cancel took this wait along
+    arm_watch();
+    return;
+  }
+  if (!ec) {
+    char probe;
+    const ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return;  // pipelined bytes: the next read takes them (re-arming would spin on them)
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      arm_watch();
+      return;
+    }
+  }
+  peer_gone_ = true;  // orderly close, reset or another socket error
+  std::exchange(listener_, nullptr)->on_peer_gone();
+}
 
 task<void> connection::expire_after(duration d) {
   net::steady_timer timer(co_await net::this_coro::executor);

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <string>
 #include <string_view>
 
@@ -15,6 +17,15 @@
 #include "runtime/watchdog.hpp"
 
 namespace sluice::http {
+
+// Told when a watched client goes away (connection::watch_peer).
+class peer_listener {
+ public:
+  virtual void on_peer_gone() noexcept = 0;
+
+ protected:
+  ~peer_listener() = default;
+};
 
 class connection : public runtime::watchdog::item {
  public:
@@ -38,6 +49,28 @@ class connection : public runtime::watchdog::item {
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
   // events).
   task<result<void>> write_last_chunk(std::string_view data);
+
+  // Watches the client for a disconnect while the gateway works for it (the upstream exchange,
+  // the relay), with a plain handler instead of a coroutine raced beside each phase: when the peer
+  // closes or resets, peer_gone() becomes true and the listener is told at once (it aborts the
+  // upstream exchange, so whatever waits on it fails now). Pipelined bytes end the watch quietly
+  // (the next read_request sees them). The watch lasts as long as the returned guard; the wait
+  // itself stays armed after it (a keep-alive connection's next request completes it unused), and
+  // operations cancelled by someone else (the races below) re-arm it.
+  class peer_watch {
+   public:
+    explicit peer_watch(connection& c) noexcept : c_(&c) {}
+    peer_watch(peer_watch&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    peer_watch& operator=(peer_watch&&) = delete;
+    ~peer_watch() {
+      if (c_) c_->listener_ = nullptr;
+    }
+
+   private:
+    connection* c_;
+  };
+  [[nodiscard]] peer_watch watch_peer(peer_listener& l);
+  bool peer_gone() const noexcept { return peer_gone_; }
 
   enum class peer_event { gone, data, cancelled };
   // Completes when the client has gone, sent more bytes (e.g. a pipelined request), or the wait was
@@ -65,6 +98,13 @@ class connection : public runtime::watchdog::item {
   boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>> server_hook;
 
  private:
+  // Outlives the connection while a watch wait is queued: the wait's handler finds conn null then.
+  struct watch_state {
+    connection* conn;
+  };
+  void arm_watch();
+  void on_watch(const error_code& ec);
+
   task<void> expire_after(duration d);
   template <class Buffers>
   task<result<void>> write_streamed(const Buffers& buffers);
@@ -85,6 +125,10 @@ class connection : public runtime::watchdog::item {
   std::string held_head_;  // hold_head(): serialized, waiting for the first piece
   runtime::steady::time_point idle_deadline_{};  // waiting for a next request until; epoch = not
   bool served_ = false;  // a request was read on this connection
+  std::shared_ptr<watch_state> watch_state_;  // made by the first watch
+  peer_listener* listener_ = nullptr;         // the watch in force; null = none
+  bool watch_armed_ = false;                  // a readiness wait for the watch is queued
+  bool peer_gone_ = false;
   runtime::steady::time_point write_since_{};  // start of the pending write; epoch = none
   std::uint64_t bytes_written_ = 0;
   bool stalled_ = false;

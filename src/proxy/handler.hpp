@@ -57,7 +57,9 @@ struct admission_ticket {
 
 // One request's way to an answer across attempts and upstreams (handler_forward.cpp). Lives in the
 // handler's frame and is never moved: the response refers to the abort handle.
-struct exchange {
+struct exchange final : http::peer_listener {
+  void on_peer_gone() noexcept override { abort.abort(); }
+
   routing::lease lease;                         // the upstream that gave the answer, while it lasts
   upstream::abort_handle abort;
   std::unique_ptr<upstream::response> response;  // the answer's head (and, for SSE, its body)
@@ -115,13 +117,9 @@ class handler final : public http::request_handler {
   task<std::optional<admission_ticket>> admit(http::request& req, http::connection& conn, story& st, bool keep);
   task<admission::acquire_result> acquire_slot(http::connection& conn);
   bool keep_alive(const http::request& req) const noexcept;
+  // Ends when the client goes (aborting `abort`) or, raced beside a wait (`||`), when the other
+  // side cancels the client socket's operations: the admission queue wait and the pauses.
   task<void> watch_client(http::connection& conn, upstream::abort_handle& abort);
-  // The racing sides of "wait for the upstream while watching the client": each one, when done,
-  // cancels the client socket's operations so the watcher ends.
-  task<result<std::unique_ptr<upstream::response>>> send_upstream(std::size_t upstream, upstream::request& req,
-                                                                  upstream::abort_handle& abort, duration left,
-                                                                  http::connection& conn);
-  task<result<std::string>> read_body(upstream::response& up, std::size_t limit, http::connection& conn);
   // Structured outputs on a whole 2xx answer (handler_structured.cpp): the verdict and, under
   // `retry`, new upstream attempts while it is invalid; `status`/`body` become the last attempt's.
   task<whole_check> check_whole_answer(const output_contract& c, upstream::request& up_req, http::connection& conn,

@@ -83,20 +83,6 @@ task<void> handler::watch_client(http::connection& conn, upstream::abort_handle&
   if (ev == http::connection::peer_event::data) co_await conn.wait_cancelled();
 }
 
-task<result<std::unique_ptr<upstream::response>>> handler::send_upstream(std::size_t upstream,
-                                                                         upstream::request& req,
-                                                                         upstream::abort_handle& abort, duration left,
-                                                                         http::connection& conn) {
-  // Whatever happens here, the watcher racing beside must end: cancel the client socket's wait.
-  cancel_on_exit guard{conn};
-  co_return co_await clients_.at(upstream)->send(req, abort, left);
-}
-
-task<result<std::string>> handler::read_body(upstream::response& up, std::size_t limit, http::connection& conn) {
-  cancel_on_exit guard{conn};
-  co_return co_await up.read_all(limit);
-}
-
 task<void> handler::sleep_for(duration d, http::connection& conn) {
   cancel_on_exit guard{conn};
   net::steady_timer timer(co_await net::this_coro::executor);
@@ -197,15 +183,10 @@ task<void> handler::run_exchange(exchange& x, upstream::request& req, http::conn
       }
     }
 
+    // The client's watch (forward) aborts the exchange if the client goes: the send then fails
+    // with errc::cancelled.
     const auto left = std::chrono::duration_cast<duration>(deadline - now);
-    conn.rearm();
-    auto sent = co_await (send_upstream(idx, req, x.abort, left, conn) || watch_client(conn, x.abort));
-    conn.rearm();
-    if (sent.index() == 1) {
-      x.client_gone = true;
-      co_return;
-    }
-    auto& r = std::get<0>(sent);
+    auto r = co_await clients_.at(idx)->send(req, x.abort, left);
     now = runtime::steady::now();
     std::optional<retry_reason> why;
     if (!r) {
@@ -233,14 +214,7 @@ task<void> handler::run_exchange(exchange& x, upstream::request& req, http::conn
         // still be retried: nothing has gone to the client yet.
         const std::size_t cap = x.status / 100 == 2 ? static_cast<std::size_t>(cfg_.upstream.max_response_body)
                                                     : max_error_body;
-        conn.rearm();
-        auto read = co_await (read_body(*x.response, cap, conn) || watch_client(conn, x.abort));
-        conn.rearm();
-        if (read.index() == 1) {
-          x.client_gone = true;
-          co_return;
-        }
-        auto& b = std::get<0>(read);
+        auto b = co_await x.response->read_all(cap);
         if (!b) {
           if (b.err().code == errc::cancelled) {
             x.client_gone = true;
@@ -311,6 +285,9 @@ task<bool> handler::forward(http::request& req, http::connection& conn, std::str
   }
   up_req.set(bhttp::field::accept, st.stream ? "text/event-stream" : "application/json");
 
+  // From here until the answer is written, a client that goes away aborts the exchange at once
+  // (whatever phase it is in: connect, send, head, body, relay).
+  auto watch = conn.watch_peer(x);
   co_await run_exchange(x, up_req, conn, st, path);
   if (x.client_gone) {
     m.requests_total(st.route, obs::outcome::cancelled).Increment();

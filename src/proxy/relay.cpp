@@ -73,24 +73,11 @@ void sse_relay::on_tick(runtime::steady::time_point now) {
 }
 
 task<void> sse_relay::run() {
-  // The pump and the watcher race: whichever ends first cancels the other.
-  client_.rearm();
-  co_await (pump() || watch_client());
-  client_.rearm();
+  // The client is watched by the handler for the whole exchange (http::connection::watch_peer):
+  // a client that goes aborts the upstream, so the pump's pending read fails at once.
+  co_await pump();
+  if (client_.peer_gone()) res_.client_gone = true;
   res_.bytes_out = client_.bytes_written();
-}
-
-task<void> sse_relay::watch_client() {
-  auto ev = co_await client_.wait_disconnect();
-  if (ev == http::connection::peer_event::gone) {
-    res_.client_gone = true;
-    up_.abort();  // closes the upstream socket now: the pump's pending read fails at once
-    co_return;
-  }
-  if (ev == http::connection::peer_event::cancelled) co_return;
-  // Pipelined bytes arrived: they wait for the next request. Stay out of the race until cancelled
-  // (the pump cancels the client socket's operations when it ends).
-  co_await client_.wait_cancelled();
 }
 
 bool sse_relay::on_event(const sse::event_view& ev) {
@@ -185,7 +172,6 @@ task<void> sse_relay::pump() {
     up_.abort();
     client_.close();
   }
-  client_.cancel();  // ends the watcher's wait, if the race has not already done so
 }
 
 // The small coroutines below keep the frame of pump_events (alive for the whole stream, one per
@@ -214,6 +200,7 @@ task<bool> sse_relay::read_more(std::size_t& n) {
   reading_since_ = runtime::steady::now();
   auto r = co_await up_.read_some(buf_.free_data(), buf_.free_size());
   reading_since_ = {};
+  if (client_.peer_gone()) res_.client_gone = true;  // the read failed (or raced) because of it
   if (!r) {
     if (reset_message_) ending_ = error::make(reset_code_, reset_message_);
     else ending_ = std::move(r).err();

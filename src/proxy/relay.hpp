@@ -1,7 +1,7 @@
 // sse_relay: forwards one upstream SSE response to the client event by event, with back-pressure
-// (the next upstream read starts only after the previous events were written), a watcher that
-// aborts the upstream the moment the client vanishes, and in-band error events instead of silent
-// ends. Lives in the handler's coroutine frame; one thread.
+// (the next upstream read starts only after the previous events were written), the upstream
+// aborted the moment the client vanishes (the handler's watch on the client), and in-band error
+// events instead of silent ends. Lives in the handler's coroutine frame; one thread.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +67,6 @@ class sse_relay : public runtime::watchdog::item {
  private:
   task<void> pump();
   task<void> pump_events();
-  task<void> watch_client();
   // Writes ending_ as an in-band error event and ends the body.
   task<void> fail_in_band();
   task<bool> read_more(std::size_t& n);  // false: ending_ says why
