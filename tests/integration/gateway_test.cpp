@@ -235,6 +235,44 @@ TEST_F(GatewayTest, ClientDisconnectMidStreamClosesUpstream) {
   EXPECT_LT(took, kPromptly);
 }
 
+TEST_F(GatewayTest, ClientDisconnectWhileWaitingForAWholeAnswerClosesUpstream) {
+  const auto open_before = sim_->snapshot().active_connections;
+  test::client_socket c(port_);
+  const std::string body = test::chat_body(false);
+  c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-sim-ttft: 10s\r\n"
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_LT(test::wait_until([&] { return sim_->snapshot().active_connections > open_before; }), 5s);
+  c.close();
+  const auto took = test::wait_until([&] { return sim_->snapshot().active_connections <= open_before; });
+  EXPECT_LT(took, kPromptly);
+}
+
+// A request sent on the same connection while a stream is still running (pipelined) is not a
+// disconnect: the stream completes, then the next request is answered on the same connection.
+TEST_F(GatewayTest, RequestSentDuringAStreamIsServedAfterIt) {
+  test::client_socket c(port_);
+  const std::string body = test::chat_body(true);
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "x-sim-token-delay: 30ms\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  c.send(req);
+  std::string got;
+  char buf[8192];
+  boost::system::error_code ec;
+  while (got.find("\"content\"") == std::string::npos && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
+  ASSERT_FALSE(ec) << ec.message();
+  c.send(req);  // while the first stream still has tokens to go
+  auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = got.find(what); at != std::string::npos; at = got.find(what, at + 1)) ++n;
+    return n;
+  };
+  while (count("data: [DONE]") < 2 && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
+  EXPECT_FALSE(ec) << ec.message() << "\n" << got;
+  EXPECT_EQ(count("HTTP/1.1 200 OK"), 2u);
+  EXPECT_EQ(count("data: [DONE]"), 2u);
+  EXPECT_EQ(got.find("\"error\""), std::string::npos) << got;
+}
+
 // --- upstream failures ----------------------------------------------------------------------
 
 TEST_F(GatewayTest, UpstreamResetMidStreamGivesInBandErrorAndNoDone) {
