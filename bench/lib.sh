@@ -111,3 +111,14 @@ bench_build_sluice() {
   fi
   [ -x "$bin" ] || bench_die "$bin missing (build it, or drop --no-build)"
 }
+
+# bench_nginx_conf DIR WORKERS NOFILE PORT SIMPORT REUSEPORT : writes DIR/nginx.conf from
+# bench/nginx.conf.template (a plain SSE pass-through to the simulator on SIMPORT; REUSEPORT is
+# "reuseport" or empty); every path nginx writes lies under DIR.
+bench_nginx_conf() {
+  local dir=$1 workers=$2 nofile=$3 port=$4 simport=$5 reuse=$6
+  mkdir -p "$dir"
+  sed -e "s|@TMP@|$dir|g" -e "s|@WORKERS@|$workers|g" -e "s|@NOFILE@|$nofile|g" \
+      -e "s|@PORT@|$port|g" -e "s|@SIMPORT@|$simport|g" -e "s|@REUSEPORT@|$reuse|g" \
+      -e "s|@KEY@|sk-bench-not-a-real-key|g" bench/nginx.conf.template >"$dir/nginx.conf"
+}

@@ -38,10 +38,7 @@ sluice_pid=$BENCH_LAST_PID
 bench_wait_tcp "$sluice_port" "$sluice_pid" || bench_die "sluice did not start"
 targets="direct:$sim_port sluice:$sluice_port"
 if [ -x "$NGINX" ]; then
-  mkdir -p "$BENCH_TMP/nginx"
-  sed -e "s|@TMP@|$BENCH_TMP/nginx|g" -e "s|@WORKERS@|$THREADS|" -e "s|@NOFILE@|$(ulimit -n)|" \
-      -e "s|@SIMPORT@|$sim_port|" -e "s|@PORT@|$nginx_port|" -e "s|@REUSEPORT@|reuseport|" \
-      -e "s|@KEY@|sk-bench-not-a-real-key|" bench/nginx.conf.template >"$BENCH_TMP/nginx/nginx.conf"
+  bench_nginx_conf "$BENCH_TMP/nginx" "$THREADS" "$(ulimit -n)" "$nginx_port" "$sim_port" reuseport
   bench_spawn "$OUT/nginx.log" "$NGINX" -p "$BENCH_TMP/nginx" -e "$BENCH_TMP/nginx/err.log" -c "$BENCH_TMP/nginx/nginx.conf"
   nginx_pid=$BENCH_LAST_PID
   bench_wait_tcp "$nginx_port" "$nginx_pid" && targets="$targets nginx:$nginx_port"

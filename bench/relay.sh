@@ -147,12 +147,9 @@ start_target() {
       ;;
     nginx)
       local dir=$BENCH_TMP/nginx-$SCEN-$RUN reuse=""
-      mkdir -p "$dir"
       [ "$NGINX_REUSEPORT" = 1 ] && reuse=reuseport
       T_PORT=$(bench_free_port)
-      sed -e "s|@TMP@|$dir|g" -e "s|@WORKERS@|$THREADS|g" -e "s|@NOFILE@|$NGINX_NOFILE|g" \
-          -e "s|@PORT@|$T_PORT|g" -e "s|@SIMPORT@|$SIM_PORT|g" -e "s|@REUSEPORT@|$reuse|g" \
-          -e "s|@KEY@|sk-bench-not-a-real-key|g" bench/nginx.conf.template >"$dir/nginx.conf"
+      bench_nginx_conf "$dir" "$THREADS" "$NGINX_NOFILE" "$T_PORT" "$SIM_PORT" "$reuse"
       cp "$dir/nginx.conf" "$OUT/nginx-$SCEN.conf"
       bench_spawn "$logf" "$NGINX" -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf"
       T_PID=$BENCH_LAST_PID

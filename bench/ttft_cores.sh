@@ -38,10 +38,7 @@ bench_spawn "$OUT/sluice.log" taskset -c $PROXY_CPUS "${SL[@]}" serve --listen 1
 bench_wait_tcp $proxy_port "$BENCH_LAST_PID" || bench_die "sluice did not start"
 targets="direct:$sim_port sluice:$proxy_port"
 if [ -x "$NGINX" ]; then
-  mkdir -p "$BENCH_TMP/nginx"
-  sed -e "s|@TMP@|$BENCH_TMP/nginx|g" -e "s|@WORKERS@|2|" -e "s|@NOFILE@|$(ulimit -n)|" \
-      -e "s|@SIMPORT@|$sim_port|" -e "s|@PORT@|$nginx_port|" -e "s|@REUSEPORT@|reuseport|" \
-      -e "s|@KEY@|sk-bench-not-a-real-key|" bench/nginx.conf.template >"$BENCH_TMP/nginx/nginx.conf"
+  bench_nginx_conf "$BENCH_TMP/nginx" 2 "$(ulimit -n)" "$nginx_port" "$sim_port" reuseport
   bench_spawn "$OUT/nginx.log" taskset -c $PROXY_CPUS "$NGINX" -p "$BENCH_TMP/nginx" -e "$BENCH_TMP/nginx/err.log" \
     -c "$BENCH_TMP/nginx/nginx.conf"
   bench_wait_tcp $nginx_port "$BENCH_LAST_PID" && targets="$targets nginx:$nginx_port"

@@ -15,6 +15,7 @@
 
 #include "app/gateway.hpp"
 #include "sim/server.hpp"
+#include "boxes.hpp"
 #include "process.hpp"
 #include "test_client.hpp"
 
@@ -26,16 +27,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-struct sim_box {
-  sim::server server;
-  std::uint16_t port = 0;
-  explicit sim_box(sim::options o) : server(std::move(o)) {
-    auto p = server.start();
-    EXPECT_TRUE(p.has_value()) << p.err().message;
-    if (p) port = p->port();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
-};
+using test::gateway_box;
+using test::sim_box;
 
 sim::options sim_options(std::vector<std::string> models = {"sim-1"}) {
   sim::options o;
@@ -62,16 +55,6 @@ app::serve_options gateway_options(std::vector<routing::upstream_spec> ups) {
   go.routing.backoff_cap = 100ms;
   return go;
 }
-
-struct gateway_box {
-  app::gateway gw;
-  std::uint16_t port = 0;
-  explicit gateway_box(app::serve_options o) : gw(std::move(o), "sk-resilience") {
-    auto p = gw.start();
-    EXPECT_TRUE(p.has_value()) << p.err().message;
-    if (p) port = p->port();
-  }
-};
 
 std::uint16_t dead_port() {
   // Bind, learn the port, close: nothing listens there for the test's duration (in practice).

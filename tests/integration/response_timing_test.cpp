@@ -17,6 +17,7 @@
 #include "http/connection.hpp"
 #include "runtime/socket_io.hpp"
 #include "sim/server.hpp"
+#include "boxes.hpp"
 #include "test_client.hpp"
 
 using namespace sluice;
@@ -121,15 +122,7 @@ class scripted_upstream {
   std::thread thread_;
 };
 
-struct gateway_box {
-  app::gateway gw;
-  std::uint16_t port = 0;
-  explicit gateway_box(app::serve_options o) : gw(std::move(o), "sk-timing") {
-    auto p = gw.start();
-    EXPECT_TRUE(p.has_value()) << p.err().message;
-    if (p) port = p->port();
-  }
-};
+using test::gateway_box;
 
 app::serve_options options_for(const std::string& upstream_url) {
   app::serve_options go;
@@ -218,12 +211,12 @@ TEST(ResponseTiming, KeepAliveConnectionIsServedAgainAndClosedWhenIdle) {
 
   test::client_socket c(g.port);
   for (int i = 0; i < 3; ++i) {
+    if (i > 0) std::this_thread::sleep_for(200ms);  // idle, but well inside idle-timeout
     c.send(stream_request());
     const std::string got = read_until(c, [](const std::string& s) { return has(s, "0\r\n\r\n"); });
     ASSERT_TRUE(has(got, "data: [DONE]")) << "request " << i << ": " << got;
-    std::this_thread::sleep_for(200ms);  // idle, but well inside idle-timeout
   }
-  const auto idle_from = clock_type::now();
+  const auto idle_from = clock_type::now();  // the gateway has been idle since about now
   char buf[64];
   boost::system::error_code ec;
   const std::size_t n = c.sock.read_some(test::net::buffer(buf), ec);
