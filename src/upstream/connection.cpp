@@ -70,8 +70,9 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   const std::size_t room = buffer_.max_size() - buffer_.size();
   const std::size_t want = std::min(window, room);
   if (want == 0) co_return bhttp::error::buffer_overflow;  // unparsable bytes fill the buffer
-  // A large head read leaves a large buffer behind; a slow body's reads need only the window.
-  if (buffer_.size() == 0 && buffer_.capacity() > want) buffer_.shrink_to_fit();
+  // A large head read leaves a large buffer behind (holding at most a chunk's trailing CRLF or a
+  // partial chunk header by now); a slow body's reads need only the window.
+  if (buffer_.capacity() > 2 * std::max(want, buffer_.size())) buffer_.shrink_to_fit();
   error_code ec;
   auto space = buffer_.prepare(want);
   std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
