@@ -204,7 +204,7 @@ gateway_metrics::gateway_metrics(std::vector<std::string> upstream_names)
   };
   streams_active_ = gauge("sluice_streams_active", "Streaming responses currently being relayed.");
   stream_active_buffers_ = gauge("sluice_stream_active_buffers", "Streams currently holding a relay buffer.");
-  stream_buffered_bytes_ = gauge("sluice_stream_buffered_bytes", "Bytes held in stream relay buffers right now.");
+  stream_buffered_bytes_ = gauge("sluice_stream_buffered_bytes", "Bytes held in stream buffers right now (relay buffers and upstream read buffers).");
   max_streams_ = gauge("sluice_max_streams", "The configured cap on concurrent streams (--max-streams).");
   queue_depth_ = gauge("sluice_queue_depth", "Requests waiting in the admission queue.");
   memory_budget_ = gauge("sluice_memory_budget_bytes", "The configured memory budget for request and stream buffers.");

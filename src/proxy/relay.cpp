@@ -37,7 +37,10 @@ sse_relay::~sse_relay() {
 }
 
 void sse_relay::account_buffer() noexcept {
-  std::uint64_t now_bytes = buf_.capacity();
+  // The stream's buffers: the relay's and the upstream connection's read buffer (trimmed first:
+  // the head read's 4 KiB are not kept for a slow stream's life).
+  up_.trim();
+  std::uint64_t now_bytes = buf_.capacity() + up_.buffer_capacity();
   if (now_bytes == accounted_bytes_) return;
   auto& g = svc_.metrics.gateway().stream_buffered_bytes();
   if (now_bytes > accounted_bytes_) g.Increment(static_cast<double>(now_bytes - accounted_bytes_));

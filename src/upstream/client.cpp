@@ -60,6 +60,10 @@ unsigned response::status() const { return conn_->parser().get().result_int(); }
 const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
 bool response::done() const { return conn_->parser().is_done(); }
 bool response::has_buffered_body() const noexcept { return conn_ && conn_->buffered() > 0; }
+std::size_t response::buffer_capacity() const noexcept { return conn_ ? conn_->buffer_capacity() : 0; }
+void response::trim() noexcept {
+  if (conn_) conn_->trim();
+}
 
 void response::expect_bulk(std::size_t bytes) {
   if (conn_) conn_->reserve_read(bytes);

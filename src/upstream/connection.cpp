@@ -70,8 +70,7 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   const std::size_t room = buffer_.max_size() - buffer_.size();
   const std::size_t want = std::min(window, room);
   if (want == 0) co_return bhttp::error::buffer_overflow;  // unparsable bytes fill the buffer
-  // A large head read leaves a large buffer behind (holding at most a chunk's trailing CRLF or a
-  // partial chunk header by now); a slow body's reads need only the window.
+  // A head read's large buffer is not kept for small body reads (see trim()).
   if (buffer_.capacity() > 2 * std::max(want, buffer_.size())) buffer_.shrink_to_fit();
   error_code ec;
   auto space = buffer_.prepare(want);
@@ -93,6 +92,11 @@ task<error_code> connection::read_more(bool& eof) {
   if (!ec && !eof && buffer_.size() - before == want && read_window_ < max_read_window)
     read_window_ = std::min(read_window_ * 2, max_read_window);
   co_return ec;
+}
+
+void connection::trim() noexcept {
+  // What is left in the buffer by now is at most a chunk's trailing CRLF or a partial chunk header.
+  if (buffer_.capacity() > 2 * std::max(read_window_, buffer_.size())) buffer_.shrink_to_fit();
 }
 
 void connection::shrink() {

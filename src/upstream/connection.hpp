@@ -45,6 +45,10 @@ class connection {
   std::size_t read_window() const noexcept { return read_window_; }
   // Back to a small read buffer (an idle pooled connection keeps no large one).
   void shrink();
+  // Gives back a read buffer much larger than the read window needs (the 4 KiB of the head read,
+  // once the body reads are small).
+  void trim() noexcept;
+  std::size_t buffer_capacity() const noexcept { return buffer_.capacity(); }
 
   static constexpr std::size_t initial_read_window = 512;
   // The first read of a response: room for a head and the first events sent with it.

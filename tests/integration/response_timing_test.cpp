@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/detached.hpp>
 
@@ -287,4 +289,37 @@ TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
   EXPECT_FALSE(conn.holds_head());
   EXPECT_EQ(conn.bytes_written(), head_bytes.size() + chunk(payload).size());
   EXPECT_TRUE(got == expected) << "got " << got.size() << " bytes, expected " << expected.size();
+}
+
+// What an open slow stream holds once its first event is through: its relay buffer and its
+// upstream connection's read buffer, both small (the 4 KiB of the upstream head read are given
+// back; they used to stay for the stream's life behind a chunk's trailing CRLF).
+TEST(ResponseTiming, OpenSlowStreamsHoldOnlySmallBuffers) {
+  sim::options so;
+  so.listen = "127.0.0.1:0";
+  so.tokens = 4;
+  so.token_delay = 2s;
+  sim::server sim(so);
+  auto sp = sim.start();
+  ASSERT_TRUE(sp.has_value()) << sp.err().message;
+  gateway_box g(options_for("http://127.0.0.1:" + std::to_string(sp->port())));
+  auto& m = g.gw.metrics().gateway();
+
+  constexpr int kStreams = 20;
+  std::vector<std::unique_ptr<test::client_socket>> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    clients.push_back(std::make_unique<test::client_socket>(g.port));
+    clients.back()->send(stream_request());
+  }
+  for (auto& c : clients) {  // each stream's first content event has gone through
+    const std::string got = read_until(*c, [](const std::string& s) { return has(s, "\"content\""); });
+    ASSERT_TRUE(has(got, "\"content\"")) << got;
+  }
+  ASSERT_LT(test::wait_until([&] { return m.stream_active_buffers().Value() == kStreams; }), 5s);
+  const double held = m.stream_buffered_bytes().Value();
+  std::printf("%d open streams hold %.0f buffered bytes (%.0f per stream)\n", kStreams, held, held / kStreams);
+  // A stream's relay buffer starts at stream-buffer-initial (1 KiB) and its upstream read window
+  // at 512 bytes; a retained 4 KiB head-read buffer would put a stream above 5 KiB.
+  EXPECT_GT(held, 0);
+  EXPECT_LE(held, kStreams * 2048.0);
 }
