@@ -204,10 +204,9 @@ TEST(ResponseTiming, KeepAliveConnectionIsServedAgainAndClosedWhenIdle) {
   sim::options so;
   so.listen = "127.0.0.1:0";
   so.tokens = 3;
-  sim::server sim(so);
-  auto sp = sim.start();
-  ASSERT_TRUE(sp.has_value()) << sp.err().message;
-  auto go = options_for("http://127.0.0.1:" + std::to_string(sp->port()));
+  test::sim_box sim(so);
+  ASSERT_NE(sim.port, 0);
+  auto go = options_for(sim.url());
   go.http.idle_timeout = 600ms;
   gateway_box g(go);
 
@@ -299,10 +298,9 @@ TEST(ResponseTiming, OpenSlowStreamsHoldOnlySmallBuffers) {
   so.listen = "127.0.0.1:0";
   so.tokens = 4;
   so.token_delay = 2s;
-  sim::server sim(so);
-  auto sp = sim.start();
-  ASSERT_TRUE(sp.has_value()) << sp.err().message;
-  gateway_box g(options_for("http://127.0.0.1:" + std::to_string(sp->port())));
+  test::sim_box sim(so);
+  ASSERT_NE(sim.port, 0);
+  gateway_box g(options_for(sim.url()));
   auto& m = g.gw.metrics().gateway();
 
   constexpr int kStreams = 20;
