@@ -269,10 +269,13 @@ TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
     wrote = w.has_value();
   }, net::detached);
 
+  io.poll();  // the write runs until it waits on the full socket
+  ASSERT_FALSE(wrote.has_value()) << "the socket was expected to be full";
+  EXPECT_TRUE(conn.holds_head()) << "the socket took none of the head";
+
   const std::string expected = queued + head_bytes + chunk(payload);
   std::string got;
   std::thread reader([&] {
-    std::this_thread::sleep_for(100ms);  // the write has met the full socket by now
     char buf[8192];
     boost::system::error_code rec;
     while (got.size() < expected.size()) {
