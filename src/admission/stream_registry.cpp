@@ -114,6 +114,9 @@ pressure_report pressure_tick(memory_budget& budget, stream_registry& streams, s
 
 task<void> pressure_loop(memory_budget& budget, stream_registry& streams, std::size_t max_resets, duration interval,
                          std::function<void(const pressure_report&)> on_tick) {
+  // Cancellation ends the loop quietly, also when it lands after the timer has already fired
+  // (the wait then succeeds; a further co_await would throw operation_aborted).
+  co_await net::this_coro::throw_if_cancelled(false);
   net::steady_timer timer(co_await net::this_coro::executor);
   for (;;) {
     auto report = pressure_tick(budget, streams, max_resets);
@@ -121,7 +124,8 @@ task<void> pressure_loop(memory_budget& budget, stream_registry& streams, std::s
     timer.expires_after(interval);
     error_code ec;
     co_await timer.async_wait(ec_out(ec));
-    if (ec) co_return;  // cancelled: the owner is shutting down
+    const auto cancelled = (co_await net::this_coro::cancellation_state).cancelled();
+    if (ec || cancelled != net::cancellation_type::none) co_return;  // the owner is shutting down
   }
 }
 

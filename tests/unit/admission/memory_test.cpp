@@ -291,6 +291,33 @@ TEST(PressureLoop, TicksUntilCancelled) {
   EXPECT_TRUE(finished);
 }
 
+// Cancellation that lands while a tick runs (as when it comes after the timer has fired but
+// before the loop resumed): the loop still ends quietly, with no exception and no further tick.
+TEST(PressureLoop, CancellationDuringATickEndsTheLoopQuietly) {
+  fake_rss rss;
+  memory_budget b(1000, 0.9, 0.8, rss.fn());
+  stream_registry reg;
+  net::io_context ctx;
+  net::cancellation_signal stop;
+  int ticks = 0;
+  bool finished = false;
+  std::exception_ptr failure;
+  net::co_spawn(ctx,
+                pressure_loop(b, reg, 4, 1ms,
+                              [&](const pressure_report&) {
+                                if (++ticks == 2) stop.emit(net::cancellation_type::terminal);
+                              }),
+                net::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
+                  finished = true;
+                  failure = e;
+                }));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!finished && std::chrono::steady_clock::now() < deadline) ctx.run_one_for(100ms);
+  EXPECT_TRUE(finished);
+  EXPECT_FALSE(failure) << "the loop ended with an exception";
+  EXPECT_EQ(ticks, 2);
+}
+
 TEST(AdmissionOptions, RegisteredNamesParseFromYamlAndFlags) {
   options o;
   config::option_table t;
