@@ -85,8 +85,7 @@ if [ "$STRACE" = 1 ] && command -v strace >/dev/null; then
     sleep 1
     flood "$port" 5000 "$OUT/$name-strace.json"
     kill -INT $st; wait $st 2>/dev/null || true
-    calls=$(awk '$NF == "total" {print $(NF-2) + 0}' "$OUT/$name.strace")
-    [ "$(awk '$NF == "total" {print NF}' "$OUT/$name.strace")" = 5 ] && calls=$(awk '$NF == "total" {print $(NF-1)}' "$OUT/$name.strace")
+    calls=$(awk '$NF == "total" {print $4}' "$OUT/$name.strace")  # % seconds usecs/call calls [errors] total
     echo "{\"calls\": $calls}" >"$OUT/$name.strace.json"
   done
 fi

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/error.hpp"
 #include "http/server_options.hpp"

@@ -70,8 +70,7 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   const std::size_t room = buffer_.max_size() - buffer_.size();
   const std::size_t want = std::min(window, room);
   if (want == 0) co_return bhttp::error::buffer_overflow;  // unparsable bytes fill the buffer
-  // A head read's large buffer is not kept for small body reads (see trim()).
-  if (buffer_.capacity() > 2 * std::max(want, buffer_.size())) buffer_.shrink_to_fit();
+  trim_to(want);  // a head read's large buffer is not kept for small body reads
   error_code ec;
   auto space = buffer_.prepare(want);
   std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
@@ -94,9 +93,9 @@ task<error_code> connection::read_more(bool& eof) {
   co_return ec;
 }
 
-void connection::trim() noexcept {
+void connection::trim_to(std::size_t window) noexcept {
   // What is left in the buffer by now is at most a chunk's trailing CRLF or a partial chunk header.
-  if (buffer_.capacity() > 2 * std::max(read_window_, buffer_.size())) buffer_.shrink_to_fit();
+  if (buffer_.capacity() > 2 * std::max(window, buffer_.size())) buffer_.shrink_to_fit();
 }
 
 void connection::shrink() {

@@ -47,7 +47,7 @@ class connection {
   void shrink();
   // Gives back a read buffer much larger than the read window needs (the 4 KiB of the head read,
   // once the body reads are small).
-  void trim() noexcept;
+  void trim() noexcept { trim_to(read_window_); }
   std::size_t buffer_capacity() const noexcept { return buffer_.capacity(); }
 
   static constexpr std::size_t initial_read_window = 512;
@@ -64,6 +64,8 @@ class connection {
   duration idle_timeout{};  // per body read, from options.idle_between_events
 
  private:
+  // Gives back a buffer more than twice what `window` (or the bytes it holds) needs.
+  void trim_to(std::size_t window) noexcept;
   // One socket read of up to `window` bytes into the buffer.
   task<error_code> read_into_buffer(std::size_t window, bool& eof);
 
