@@ -63,10 +63,13 @@ int run_sim(sim_command& cmd) {
   auto s = server.snapshot();
   std::fprintf(stderr,
                "sluice sim: stopped: requests=%llu streams_started=%llu completed=%llu aborted=%llu "
-               "connections_accepted=%llu\n",
+               "connections_accepted=%llu timer_waits=%llu late_over_1ms=%llu late_over_10ms=%llu "
+               "late_max_ms=%.1f\n",
                static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.streams_started),
                static_cast<unsigned long long>(s.streams_completed), static_cast<unsigned long long>(s.streams_aborted),
-               static_cast<unsigned long long>(s.connections_accepted));
+               static_cast<unsigned long long>(s.connections_accepted), static_cast<unsigned long long>(s.timer_waits),
+               static_cast<unsigned long long>(s.timer_late_1ms), static_cast<unsigned long long>(s.timer_late_10ms),
+               static_cast<double>(s.timer_late_max_us) / 1000.0);
   return 0;
 }
 

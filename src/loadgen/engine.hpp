@@ -86,6 +86,7 @@ struct thread_state {
   bool stopping = false;              // the run deadline passed: no new requests, open ones time out
   std::uint64_t workers_left = 0;
   std::uint64_t in_flight = 0;        // requests started and not yet counted
+  std::uint64_t next_source = 0;      // --source-ips: the next connection's source address
   slot* slots = nullptr;
   std::exception_ptr crash;           // a bug escaped a worker
   thread_stats stats;

@@ -50,6 +50,12 @@ struct options {
   bool json = false;                           // report format (used by the CLI)
   duration connect_timeout = std::chrono::seconds(5);
   duration ramp = duration::zero();            // spread stream starts over this long
+  // Loopback targets only: spread the connections over this many source addresses, 127.0.0.1,
+  // 127.0.0.2, ... (0: the kernel picks, always 127.0.0.1). The kernel finds a free source port
+  // for each connection to one destination by scanning the ephemeral range, which slows connect()
+  // to a crawl past ten thousand or so open connections and ends at the range's size (~28,000 by
+  // default); each source address has its own range.
+  std::uint64_t source_ips = 0;
   bool progress = true;                        // progress line on stderr, only if it is a terminal
   // Not an option: when set and it becomes true (e.g. from a SIGINT handler), the run ends as if
   // the deadline had passed. Must outlive run().

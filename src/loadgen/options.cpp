@@ -18,6 +18,7 @@ bool is_token_char(char c) {
 // Limits that keep a typo from asking for a million threads or a 1 GiB read.
 constexpr std::uint64_t max_concurrency = 1'000'000;
 constexpr std::uint64_t max_threads = 1024;
+constexpr std::uint64_t max_source_ips = 65534;  // 127.0.0.1 .. 127.0.255.254
 constexpr std::uint64_t max_read_size = 64 * 1024;
 
 }  // namespace
@@ -129,6 +130,8 @@ void options::register_options(config::option_table& table) {
       .add("json", "print the report as JSON on stdout", json)
       .add_duration("connect-timeout", "per-connection connect deadline", connect_timeout)
       .add_duration("ramp", "spread stream starts evenly over this duration", ramp)
+      .add("source-ips", "loopback targets: spread connections over N source addresses 127.0.0.1.. (0: one)",
+           source_ips)
       .add("progress", "progress line on stderr (only when it is a terminal)", progress);
 }
 
@@ -145,6 +148,8 @@ result<void> validate(const options& opt) {
   if (opt.connect_timeout <= duration::zero()) return bad("connect-timeout must be positive");
   if (opt.ramp < duration::zero() || opt.ramp >= opt.duration_limit) return bad("ramp must be shorter than duration");
   if (opt.threads > max_threads) return bad("threads must be at most " + std::to_string(max_threads));
+  if (opt.source_ips > max_source_ips)
+    return bad("source-ips must be at most " + std::to_string(max_source_ips));
   if (opt.pid > static_cast<std::uint64_t>(INT_MAX)) return bad("pid out of range");
   if (opt.model.empty()) return bad("model must not be empty");
   for (const auto& h : opt.headers) {

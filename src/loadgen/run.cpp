@@ -58,6 +58,9 @@ result<report> run(const options& opt) {
   if (!target) return std::move(target).err();
   auto endpoint = resolve(*target);
   if (!endpoint) return std::move(endpoint).err();
+  if (opt.source_ips > 0 && !(endpoint->address().is_v4() && endpoint->address().is_loopback()))
+    return error::make(errc::bad_request, "source-ips needs a target on an IPv4 loopback address (127.x.y.z), got " +
+                                              endpoint->address().to_string());
   runtime::raise_fd_limit();
 
   // Declared before the pool: coroutine frames still in the io_contexts when the pool is

@@ -10,6 +10,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <netinet/in.h>
+
 #include <algorithm>
 
 #include "loadgen/engine.hpp"
@@ -66,6 +68,17 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
   const options& opt = rs.opt;
   error_code ec;
 
+  if (opt.source_ips > 0) {
+    // The port is chosen at connect() for the whole address pair (IP_BIND_ADDRESS_NO_PORT), so
+    // each source address brings its own ephemeral range.
+    const auto source = net::ip::address_v4(0x7F000001u + static_cast<std::uint32_t>(ts.next_source++ % opt.source_ips));
+    sock.open(tcp::v4(), ec);
+    const int one = 1;
+    if (!ec && ::setsockopt(sock.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one) != 0)
+      ec = error_code(errno, boost::system::system_category());
+    if (!ec) sock.bind(tcp::endpoint(source, 0), ec);
+    if (ec) co_return fail(outcome::connect, "bind to " + source.to_string() + ": " + ec.message());
+  }
   timer.expires_after(opt.connect_timeout);
   auto connected = co_await (sock.async_connect(rs.endpoint, net::as_tuple(use_task)) ||
                              timer.async_wait(net::as_tuple(use_task)));

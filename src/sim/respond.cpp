@@ -71,6 +71,27 @@ task<bool> pause(exchange& x, duration d) {
   x.timer.expires_after(d);
   error_code ec;
   co_await x.timer.async_wait(ec_out(ec));
+  if (!ec) x.c.owner.count.note_timer_wakeup(std::chrono::steady_clock::now() - x.timer.expiry());
+  co_return !ec;
+}
+
+// Waits until `due`, a point on the stream's own schedule, rounded up to the next millisecond so
+// that the streams due within one millisecond share one wakeup (thousands of streams would
+// otherwise each cost the worker a wakeup and a timer re-arm); false when cancelled. A point
+// already passed (the loop was busy, or an earlier write waited for the client) does not wait,
+// and counts as a wakeup that late.
+task<bool> pause_until(exchange& x, std::chrono::steady_clock::time_point due) {
+  using clock = std::chrono::steady_clock;
+  const auto tick = clock::time_point(std::chrono::ceil<std::chrono::milliseconds>(due.time_since_epoch()));
+  const auto now = clock::now();
+  if (tick <= now) {
+    x.c.owner.count.note_timer_wakeup(now - tick);
+    co_return true;
+  }
+  x.timer.expires_at(tick);
+  error_code ec;
+  co_await x.timer.async_wait(ec_out(ec));
+  if (!ec) x.c.owner.count.note_timer_wakeup(clock::now() - tick);
   co_return !ec;
 }
 
@@ -194,6 +215,10 @@ task<void> respond_stream(exchange& x) {
   if (!ok) co_return;
   ok = co_await pause(x, x.s.ttft);
   if (!ok) co_return;
+  // Tokens follow a fixed schedule from the first one (token i is due i token delays after it), so
+  // a late wakeup delays one token, not every token after it: streams that a busy moment bunched
+  // together spread out again instead of staying in step.
+  auto due = std::chrono::steady_clock::now();
 
   if (choices.has_role_chunk()) {
     choices.append_role_chunks(x.event);
@@ -222,7 +247,8 @@ task<void> respond_stream(exchange& x) {
     if (i > 0 && i < n && x.s.token_delay > duration::zero()) {
       ok = co_await flush(x);
       if (!ok) co_return;
-      ok = co_await pause(x, x.s.token_delay);
+      due += x.s.token_delay;
+      ok = co_await pause_until(x, due);
       if (!ok) co_return;
     }
     // Step i: each choice's token i, or its finish chunk once its tokens ran out.

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -57,6 +58,18 @@ void counters::count_status(unsigned status) noexcept {
   if (status == 429) inc(responses_429);
 }
 
+void counters::note_timer_wakeup(std::chrono::steady_clock::duration late) noexcept {
+  const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(
+      0, std::chrono::duration_cast<std::chrono::microseconds>(late).count()));
+  inc(timer_waits);
+  if (us > 1000) inc(timer_late_1ms);
+  if (us > 10'000) inc(timer_late_10ms);
+  if (us > 100'000) inc(timer_late_100ms);
+  timer_late_sum_us.fetch_add(us, std::memory_order_relaxed);
+  // One writer per worker (its thread), so a plain load and store keep the maximum.
+  if (us > timer_late_max_us.load(std::memory_order_relaxed)) timer_late_max_us.store(us, std::memory_order_relaxed);
+}
+
 connection::connection(tcp::socket s, worker& w) : socket(std::move(s)), owner(w) {
   w.connections.push_back(*this);
   counters::inc(w.count.active_connections);
@@ -106,6 +119,12 @@ stats server::state::snapshot() const {
     s.completions_running += get(c.completions_running);
     s.completions_succeeded += get(c.completions_succeeded);
     s.rate_limited += get(c.rate_limited);
+    s.timer_waits += get(c.timer_waits);
+    s.timer_late_1ms += get(c.timer_late_1ms);
+    s.timer_late_10ms += get(c.timer_late_10ms);
+    s.timer_late_100ms += get(c.timer_late_100ms);
+    s.timer_late_sum_us += get(c.timer_late_sum_us);
+    s.timer_late_max_us = std::max(s.timer_late_max_us, get(c.timer_late_max_us));
   }
   return s;
 }

@@ -33,6 +33,15 @@ struct stats {
   std::uint64_t completions_running = 0;  // of those, being served now (vllm:num_requests_running)
   std::uint64_t completions_succeeded = 0;  // answered 2xx to the last byte (vllm:request_success_total)
   std::uint64_t rate_limited = 0;       // 429s from limit-rpm / limit-tpm (also in responses_429)
+  // Timed waits that ran to their deadline (time to first token, token delays, header delays) and
+  // how late the worker woke from them: when its event loop cannot keep up, the wakeups come late
+  // and the simulator, not the system under test, sets the pace.
+  std::uint64_t timer_waits = 0;
+  std::uint64_t timer_late_1ms = 0;     // woke more than 1 ms late
+  std::uint64_t timer_late_10ms = 0;    // more than 10 ms
+  std::uint64_t timer_late_100ms = 0;   // more than 100 ms
+  std::uint64_t timer_late_sum_us = 0;  // total lateness, microseconds
+  std::uint64_t timer_late_max_us = 0;  // the latest wakeup, microseconds
 };
 
 class server {

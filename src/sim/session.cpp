@@ -29,7 +29,13 @@ std::string stats_body(const stats& s) {
                         {"completion_requests", s.completion_requests},
                         {"completions_running", s.completions_running},
                         {"completions_succeeded", s.completions_succeeded},
-                        {"rate_limited", s.rate_limited}};
+                        {"rate_limited", s.rate_limited},
+                        {"timer_waits", s.timer_waits},
+                        {"timer_late_1ms", s.timer_late_1ms},
+                        {"timer_late_10ms", s.timer_late_10ms},
+                        {"timer_late_100ms", s.timer_late_100ms},
+                        {"timer_late_sum_us", s.timer_late_sum_us},
+                        {"timer_late_max_us", s.timer_late_max_us}};
   return boost::json::serialize(o);
 }
 

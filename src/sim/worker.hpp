@@ -10,6 +10,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -31,10 +32,17 @@ struct alignas(64) counters {
       active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
       responses_429{0}, requests_with_auth{0}, faults_injected{0}, completion_requests{0}, completions_running{0},
       completions_succeeded{0}, rate_limited{0};
+  // Timed waits (time to first token, token delay, header delay) and how late their wakeups came:
+  // a worker whose event loop cannot keep up wakes late, so these say whether the simulator itself
+  // is what limits a measurement.
+  counter timer_waits{0}, timer_late_1ms{0}, timer_late_10ms{0}, timer_late_100ms{0}, timer_late_sum_us{0},
+      timer_late_max_us{0};
 
   static void inc(counter& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
   static void dec(counter& c) noexcept { c.fetch_sub(1, std::memory_order_relaxed); }
   void count_status(unsigned status) noexcept;
+  // One timed wait that woke `late` after its deadline (only the worker's thread calls it).
+  void note_timer_wakeup(std::chrono::steady_clock::duration late) noexcept;
 };
 
 using list_hook = boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -50,6 +51,11 @@ class sse_server {
   bool wait_gone(int n) { return wait_for(gone_, n); }
   bool wait_requests(int n) { return wait_for(requests_, n); }
   bool wait_completed(int n) { return wait_for(completed_, n); }
+  // The client addresses connections came from.
+  std::set<std::string> sources() const {
+    std::lock_guard lock(mutex_);
+    return sources_;
+  }
 
  private:
   static task<void> accept_loop(sse_server* self) {
@@ -57,6 +63,10 @@ class sse_server {
       error_code ec;
       tcp::socket s = co_await self->acceptor_.async_accept(ec_out(ec));
       if (ec) co_return;
+      if (auto peer = s.remote_endpoint(ec); !ec) {
+        std::lock_guard lock(self->mutex_);
+        self->sources_.insert(peer.address().to_string());
+      }
       net::co_spawn(self->ioc_, session(std::move(s), self), net::detached);
     }
   }
@@ -149,6 +159,7 @@ class sse_server {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   int gone_ = 0, completed_ = 0, requests_ = 0;
+  std::set<std::string> sources_;
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   std::thread thread_;
@@ -373,6 +384,32 @@ TEST(loadgen, json_report_has_every_field) {
                           "\"retry_after_seen\":1", "\"ttft\":{", "\"p99_ms\"", "\"peak_rss_bytes\"",
                           "\"rss_per_stream\"", "\"chunks_per_second\"", "\"wall_seconds\"", "\"status\":1"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
+}
+
+// --source-ips spreads the connections over 127.0.0.1, .2, ... (each with its own ephemeral port
+// range); without it every connection comes from 127.0.0.1.
+TEST(loadgen, source_ips_spread_connections_over_loopback_addresses) {
+  sse_server srv;
+  auto o = base(srv, "good", 3);
+  o.requests = 9;
+  o.source_ips = 3;
+  auto r = run_ok(o);
+  EXPECT_EQ(r.ok, 9u) << loadgen::format_text(r);
+  EXPECT_EQ(srv.sources(), (std::set<std::string>{"127.0.0.1", "127.0.0.2", "127.0.0.3"}));
+
+  sse_server plain;
+  auto p = base(plain, "good", 3);
+  p.requests = 6;
+  auto rp = run_ok(p);
+  EXPECT_EQ(rp.ok, 6u);
+  EXPECT_EQ(plain.sources(), (std::set<std::string>{"127.0.0.1"}));
+
+  auto away = base(srv, "good", 1);
+  away.target = "http://192.0.2.1:80";  // TEST-NET-1: never reached, the option is refused first
+  away.source_ips = 2;
+  auto refused = loadgen::run(away);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.err().message.find("source-ips"), std::string::npos) << refused.err().message;
 }
 
 TEST(loadgen, rejects_bad_options_before_running) {

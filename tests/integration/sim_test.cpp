@@ -208,6 +208,81 @@ TEST_F(sim_fixture, StreamShapeEndsWithDone) {
   EXPECT_EQ(s.responses_2xx, 1u);
 }
 
+// Every timed wait that runs to its deadline is counted with how late its wakeup came: here the
+// time to first token and the three delays between four tokens (none before the first token, and
+// a zero header delay never waits).
+TEST_F(sim_fixture, TimedWaitsAreCountedWithTheirLateness) {
+  start();
+  client c(port);
+  const auto began = clock_type::now();
+  auto r = c.chat({{"x-sim-tokens", "4"}, {"x-sim-token-delay", "15ms"}, {"x-sim-ttft", "15ms"}});
+  const auto took = clock_type::now() - began;
+  ASSERT_TRUE(r.complete) << r.ec.message();
+  auto s = stats();
+  EXPECT_EQ(s.timer_waits, 4u);
+  EXPECT_LE(s.timer_late_1ms, s.timer_waits);
+  EXPECT_LE(s.timer_late_10ms, s.timer_late_1ms);
+  EXPECT_LE(s.timer_late_100ms, s.timer_late_10ms);
+  EXPECT_LE(s.timer_late_max_us, s.timer_late_sum_us);
+  // No wakeup can have come later than the whole exchange took beyond its 60 ms of waits.
+  const auto slack_us = std::chrono::duration_cast<std::chrono::microseconds>(took - 60ms).count();
+  EXPECT_LE(s.timer_late_sum_us, static_cast<std::uint64_t>(std::max<std::int64_t>(slack_us, 0)));
+  // A stream without delays waits for nothing.
+  auto quick = c.chat({{"x-sim-tokens", "4"}});
+  ASSERT_TRUE(quick.complete);
+  EXPECT_EQ(stats().timer_waits, 4u);
+  auto st = c.send(http::verb::get, "/sim/stats");
+  auto sv = json::parse(st.body).as_object();
+  EXPECT_EQ(sv.at("timer_waits").as_int64(), 4);
+  for (auto key : {"timer_late_1ms", "timer_late_10ms", "timer_late_100ms", "timer_late_sum_us", "timer_late_max_us"})
+    EXPECT_TRUE(sv.contains(key)) << key;
+}
+
+// Tokens keep the stream's schedule: a client that reads nothing for a while holds up the
+// simulator's writes, and the tokens that came due meanwhile go out as soon as it reads again,
+// instead of each waiting its delay after the one before (which would end the stream most of a
+// second later here). They count as late.
+TEST_F(sim_fixture, TokensKeepTheirScheduleAfterAHeldWrite) {
+  start();
+  net::io_context io;
+  tcp::socket sock(io);
+  sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  timeval tv{10, 0};
+  ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // 10 tokens of 1 MiB, 100 ms apart: the socket path (a few MiB while the client does not read)
+  // fills within the first few, and the last is due 900 ms after the first.
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "x-sim-tokens: 10\r\nx-sim-token-delay: 100ms\r\nx-sim-token-size: 1048576\r\n"
+                          "Content-Length: " + std::to_string(chat_stream_body.size()) + "\r\n\r\n" + chat_stream_body;
+  const auto began = clock_type::now();
+  net::write(sock, net::buffer(req));
+  std::this_thread::sleep_for(1200ms);  // every token is due by now; only the first few were written
+  std::string got;
+  std::vector<char> buf(1 << 20);
+  error_code ec;
+  while (got.size() < 14 || got.compare(got.size() - 14, 14, "data: [DONE]\n\n") != 0) {
+    const std::size_t n = sock.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf.data(), n);
+    // The stream ends with [DONE] then the last chunk marker.
+    if (got.size() > 5 && got.compare(got.size() - 5, 5, "0\r\n\r\n") == 0) break;
+  }
+  const auto took = clock_type::now() - began;
+  ASSERT_NE(got.find("data: [DONE]"), std::string::npos) << ec.message();
+  std::printf("[ sim ] 10 x 1 MiB tokens read from 1200 ms on: stream took %lld ms\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  auto s = stats();
+  EXPECT_EQ(s.timer_waits, 9u);
+  EXPECT_GE(s.timer_late_100ms, 3u) << "the last tokens were due long before the client read";
+  // One delay after each write would put the tokens not written by 1200 ms at 100 ms intervals
+  // from then: 1.8 s here (sanitizers slow the 10 MiB of content down as well).
+#if defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(took, 1700ms);
+#else
+  EXPECT_LT(took, 1500ms);
+#endif
+}
+
 TEST_F(sim_fixture, StreamWithUsageAndLegacyCompletions) {
   start();
   client c(port);
@@ -766,8 +841,12 @@ TEST_F(sim_fixture, TwoThousandConcurrentStreams) {
   EXPECT_EQ(s.streams_completed, static_cast<std::uint64_t>(n));
   EXPECT_EQ(s.streams_aborted, 0u);
   EXPECT_GT(peak_active, static_cast<std::size_t>(n / 2)) << "the streams overlapped";
-  std::printf("[ sim ] %d concurrent streams, peak active %zu, rss %.1f MiB\n", n, peak_active,
-              static_cast<double>(runtime::read_rss_bytes()) / (1024.0 * 1024.0));
+  EXPECT_EQ(s.timer_waits, static_cast<std::uint64_t>(n) * 19u);  // 20 tokens, 19 delays each
+  std::printf("[ sim ] %d concurrent streams, peak active %zu, rss %.1f MiB, %llu of %llu wakeups >1 ms late "
+              "(max %.1f ms)\n",
+              n, peak_active, static_cast<double>(runtime::read_rss_bytes()) / (1024.0 * 1024.0),
+              static_cast<unsigned long long>(s.timer_late_1ms), static_cast<unsigned long long>(s.timer_waits),
+              static_cast<double>(s.timer_late_max_us) / 1000.0);
 }
 
 #ifdef SLUICE_BINARY

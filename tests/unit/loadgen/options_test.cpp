@@ -81,6 +81,7 @@ TEST(loadgen_options, rejects_bad_values) {
   check([](options& o) { o.duration_limit = duration::zero(); }, "duration 0");
   check([](options& o) { o.connect_timeout = duration::zero(); }, "connect timeout 0");
   check([](options& o) { o.ramp = o.duration_limit; }, "ramp >= duration");
+  check([](options& o) { o.source_ips = 65535; }, "source-ips past 127.0.255.254");
   check([](options& o) { o.threads = 100000; }, "threads");
   check([](options& o) { o.pid = 1ull << 40; }, "pid");
   check([](options& o) { o.headers = {"nocolon"}; }, "header");
@@ -103,7 +104,8 @@ TEST(loadgen_options, flags_and_yaml_share_one_table) {
       "hold: 2s\n"
       "read-size: 1KiB\n"
       "header: \"x-sim-tokens: 8\"\n"
-      "ramp: 500ms\n");
+      "ramp: 500ms\n"
+      "source-ips: 16\n");
   ASSERT_TRUE(r) << r.err().message;
   EXPECT_EQ(o.target, "http://127.0.0.1:9");
   EXPECT_EQ(o.concurrency, 250u);
@@ -116,6 +118,7 @@ TEST(loadgen_options, flags_and_yaml_share_one_table) {
   ASSERT_EQ(o.headers.size(), 1u);
   EXPECT_EQ(o.headers[0], "x-sim-tokens: 8");
   EXPECT_EQ(o.ramp, std::chrono::milliseconds(500));
+  EXPECT_EQ(o.source_ips, 16u);
   EXPECT_TRUE(validate(o));
 
   EXPECT_FALSE(table.apply_yaml_text("mode: sideways\n"));
