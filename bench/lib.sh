@@ -83,6 +83,20 @@ bench_raise_nofile() {
   ulimit -n
 }
 
+# bench_workdirs NAME SLUICE_BIN : the results directory OUT (bench/out/NAME-<time> unless OUT is
+# set already), a scratch directory BENCH_TMP removed on exit with every process started here, and
+# BIN: a private copy of SLUICE_BIN to run (see bench_private_copy).
+bench_workdirs() {
+  local name=$1 src=$2
+  [ -n "${OUT:-}" ] || OUT=bench/out/$name-$(date +%Y%m%d-%H%M%S)
+  mkdir -p "$OUT"
+  OUT=$(realpath "$OUT")
+  BENCH_TMP=$(mktemp -d "/tmp/sluice-$name.XXXXXX")
+  trap 'bench_cleanup; rm -rf "$BENCH_TMP"' EXIT
+  trap 'exit 130' INT TERM
+  BIN=$(bench_private_copy "$src" "$BENCH_TMP")
+}
+
 # bench_load : the 1-minute load average.
 bench_load() { cut -d' ' -f1 /proc/loadavg; }
 

@@ -78,14 +78,7 @@ bench_build_sluice "$NO_BUILD" "$SLUICE_BIN"
 NOFILE=$(bench_raise_nofile)
 NGINX_NOFILE=$(( NOFILE < 65536 ? NOFILE : 65536 ))
 CLK_TCK=$(getconf CLK_TCK)
-[ -n "$OUT" ] || OUT=bench/out/relay-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$OUT"
-OUT=$(realpath "$OUT")
-BENCH_TMP=$(mktemp -d /tmp/sluice-relay.XXXXXX)
-cleanup() { bench_cleanup; rm -rf "$BENCH_TMP"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-BIN=$(bench_private_copy "$SLUICE_BIN" "$BENCH_TMP")
+bench_workdirs relay "$SLUICE_BIN"
 
 # Configure sluice like the nginx reference: no admission limit below the scenario's stream count
 # (the relay is measured, not the queue) and no per-request log lines (nginx runs access_log off).

@@ -69,14 +69,7 @@ fi
 [ "$PER_FLOOD" -gt $((NOFILE - 64)) ] && PER_FLOOD=$((NOFILE - 64))
 FLOODS=$(( (STREAMS + PER_FLOOD - 1) / PER_FLOOD ))
 
-[ -n "$OUT" ] || OUT=bench/out/sim-capacity-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$OUT"
-OUT=$(realpath "$OUT")
-BENCH_TMP=$(mktemp -d /tmp/sluice-simcap.XXXXXX)
-cleanup() { bench_cleanup; rm -rf "$BENCH_TMP"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-BIN=$(bench_private_copy "$SLUICE_BIN" "$BENCH_TMP")
+bench_workdirs sim-capacity "$SLUICE_BIN"
 
 # Seconds in a duration such as 500ms, 2s, 1m (for the flood's overall cap).
 secs() { python3 -c "import re,sys;m=re.fullmatch(r'([0-9.]+)(ms|s|m)',sys.argv[1]);v=float(m[1]);print(v/1000 if m[2]=='ms' else v*60 if m[2]=='m' else v)" "$1"; }

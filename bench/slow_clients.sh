@@ -62,14 +62,7 @@ bench_build_sluice "$NO_BUILD" "$SLUICE_BIN"
 # --- environment -------------------------------------------------------------------------------
 NOFILE=$(bench_raise_nofile)
 bench_log "descriptor limit: soft $NOFILE (hard $(ulimit -Hn)); sim, gateway and clients each get it"
-[ -n "$OUT" ] || OUT=bench/out/slow-clients-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$OUT"
-OUT=$(realpath "$OUT")
-BENCH_TMP=$(mktemp -d /tmp/sluice-slow.XXXXXX)
-cleanup() { bench_cleanup; rm -rf "$BENCH_TMP"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-BIN=$(bench_private_copy "$SLUICE_BIN" "$BENCH_TMP")
+bench_workdirs slow-clients "$SLUICE_BIN"
 
 # Each proxied stream holds two descriptors in the gateway (client + upstream).
 need=$(( 2 * STREAMS + 64 ))
