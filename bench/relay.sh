@@ -94,6 +94,12 @@ grep -q -- '--log-level' <<<"$serve_help" && BENCH_SERVE_ARGS+=" --log-level war
 SLUICE_ARGS="${BENCH_SERVE_ARGS# } $SLUICE_ARGS"
 SLUICE_ARGS=${SLUICE_ARGS% }
 
+# The load generator spreads its connections over 16 loopback source addresses where it can
+# (each has its own ephemeral port range; at thousands of connections to one target the kernel's
+# port search in connect() otherwise becomes the generator's main cost). Same for every target.
+FLOOD_ARGS=()
+"$BIN" flood --help 2>&1 | grep -q -- '--source-ips' && FLOOD_ARGS+=(--source-ips 16)
+
 # 10,000 proxied streams need 2 descriptors each in one process: say so up front instead of
 # letting it show up as unexplained failures.
 need=$(( 2 * C_STREAMS + 64 ))
@@ -102,7 +108,7 @@ if [[ $SCENARIOS == *C* ]] && [ "$NOFILE" -lt "$need" ]; then
 fi
 
 cat >"$OUT/config.json" <<EOF
-{"quick": $QUICK, "threads": $THREADS, "sim_threads": $SIM_THREADS, "token_size": $TOKEN_SIZE,
+{"quick": $QUICK, "threads": $THREADS, "sim_threads": $SIM_THREADS, "token_size": $TOKEN_SIZE, "flood_args": "${FLOOD_ARGS[*]}",
  "nofile": $NOFILE, "nginx_nofile": $NGINX_NOFILE, "nginx_reuseport": $NGINX_REUSEPORT,
  "cores": $(nproc), "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //;s/"//g')",
  "kernel": "$(uname -r)", "nginx": "$("$NGINX" -v 2>&1 | sed 's/.*nginx\///')",
@@ -169,7 +175,7 @@ run_one() {
   local spid=$!
   BENCH_PIDS+=("$spid")
   for _ in $(seq 1 100); do grep -q ready "$base.sampler.log" 2>/dev/null && break; sleep 0.05; done
-  "$BIN" flood --target "http://127.0.0.1:$T_PORT" --model sim-1 --pid "$T_PID" --json "$@" \
+  "$BIN" flood --target "http://127.0.0.1:$T_PORT" --model sim-1 --pid "$T_PID" --json "${FLOOD_ARGS[@]}" "$@" \
     >"$base.flood.json" 2>"$base.flood.err" || rc=$?
   bench_stop "$spid"
   load1=$(bench_load)

@@ -808,9 +808,11 @@ task<void> one_stream(std::uint16_t port, int* done, int* failed) {
   reply out;
   http::request<http::string_body> req{http::verb::post, "/v1/chat/completions", 11};
   req.set(http::field::host, "127.0.0.1");
-  // Long enough (~400ms) that the streams overlap even when connecting them all takes a while.
+  // Long enough (~1.1 s) that the streams overlap even when connecting them all takes a while (a
+  // sanitizer build on a busy machine needs most of a second for 2,000): tokens keep their
+  // schedule, so a slow start does not stretch a stream.
   req.set("x-sim-tokens", "20");
-  req.set("x-sim-token-delay", "20ms");
+  req.set("x-sim-token-delay", "60ms");
   req.body() = chat_stream_body;
   co_await do_exchange(&s, &buf, std::move(req), 0, &out);
   auto tail = std::string_view(out.body).substr(out.body.size() >= 14 ? out.body.size() - 14 : 0);
