@@ -66,34 +66,35 @@ struct exchange {
 // GCC 12 miscompiles co_await inside conditions and short-circuit operators in some coroutine
 // shapes, so results are always taken into a variable first.
 
-// Waits d; false when cancelled (the peer left or the server stops). Zero never suspends.
-task<bool> pause(exchange& x, duration d) {
-  if (d <= duration::zero()) co_return true;
-  x.timer.expires_after(d);
+using sim_clock = std::chrono::steady_clock;
+
+// Waits until `due`; false when cancelled (the peer left or the server stops). A point already
+// passed does not wait. Either way the wakeup's lateness is counted (see counters).
+task<bool> wait_until(exchange& x, sim_clock::time_point due) {
+  const auto now = sim_clock::now();
+  if (due <= now) {
+    x.c.owner.count.note_timer_wakeup(now - due);
+    co_return true;
+  }
+  x.timer.expires_at(due);
   error_code ec;
   co_await x.timer.async_wait(ec_out(ec));
-  if (!ec) x.c.owner.count.note_timer_wakeup(std::chrono::steady_clock::now() - x.timer.expiry());
+  if (!ec) x.c.owner.count.note_timer_wakeup(sim_clock::now() - due);
   co_return !ec;
 }
 
-// Waits until `due`, a point on the stream's own schedule, rounded up to the next millisecond so
-// that the streams due within one millisecond share one wakeup (thousands of streams would
-// otherwise each cost the worker a wakeup and a timer re-arm); false when cancelled. A point
-// already passed (the loop was busy, or an earlier write waited for the client) does not wait,
-// and counts as a wakeup that late.
-task<bool> pause_until(exchange& x, std::chrono::steady_clock::time_point due) {
-  using clock = std::chrono::steady_clock;
-  const auto tick = clock::time_point(std::chrono::ceil<std::chrono::milliseconds>(due.time_since_epoch()));
-  const auto now = clock::now();
-  if (tick <= now) {
-    x.c.owner.count.note_timer_wakeup(now - tick);
-    co_return true;
-  }
-  x.timer.expires_at(tick);
-  error_code ec;
-  co_await x.timer.async_wait(ec_out(ec));
-  if (!ec) x.c.owner.count.note_timer_wakeup(clock::now() - tick);
-  co_return !ec;
+// Waits d from now; zero never suspends (and is not a timed wait).
+task<bool> pause(exchange& x, duration d) {
+  if (d <= duration::zero()) co_return true;
+  const bool waited = co_await wait_until(x, sim_clock::now() + d);
+  co_return waited;
+}
+
+// A token's due time rounded up to the next millisecond, so that the streams due within one
+// millisecond share one wakeup (thousands of streams would otherwise each cost the worker a
+// wakeup and a timer re-arm).
+sim_clock::time_point on_tick(sim_clock::time_point due) {
+  return sim_clock::time_point(std::chrono::ceil<std::chrono::milliseconds>(due.time_since_epoch()));
 }
 
 // Waits until cancelled: the stall fault.
@@ -223,7 +224,7 @@ task<void> respond_stream(exchange& x) {
   // Tokens follow a fixed schedule from the first one (token i is due i token delays after it), so
   // a late wakeup delays one token, not every token after it: streams that a busy moment bunched
   // together spread out again instead of staying in step.
-  auto due = std::chrono::steady_clock::now();
+  auto due = sim_clock::now();
 
   if (choices.has_role_chunk()) {
     choices.append_role_chunks(x.event);
@@ -253,7 +254,7 @@ task<void> respond_stream(exchange& x) {
       ok = co_await flush(x);
       if (!ok) co_return;
       due += x.s.token_delay;
-      ok = co_await pause_until(x, due);
+      ok = co_await wait_until(x, on_tick(due));
       if (!ok) co_return;
     }
     // Step i: each choice's token i, or its finish chunk once its tokens ran out.
