@@ -110,7 +110,7 @@ for i in $(seq 1 "$FLOODS"); do
   FPIDS+=("$BENCH_LAST_PID")
 done
 
-printf 't\tsim_ticks\tidle_ticks\tactive_streams\tstats\n' >"$OUT/samples.tsv"
+printf 'epoch_s\tsim_ticks\tidle_ticks\tactive_streams\tstats\n' >"$OUT/samples.tsv"
 start=$EPOCHREALTIME s0=$(ticks "$SIM") i0=$(idle)
 while :; do
   running=0
@@ -119,16 +119,16 @@ while :; do
   sleep 1
   st=$(sim_stats) now=$EPOCHREALTIME s1=$(ticks "$SIM") i1=$(idle)
   active=$(printf '%s' "$st" | grep -o '"active_streams":[0-9]*' | cut -d: -f2 || true)
-  printf '%s\t%s\t%s\t%s\t%s\n' "$(python3 -c "print(round($now - $start, 2))")" $((s1 - s0)) $((i1 - i0)) \
+  printf '%s\t%s\t%s\t%s\t%s\n' "$now" $((s1 - s0)) $((i1 - i0)) \
     "${active:-}" "$st" >>"$OUT/samples.tsv"
 done
 for p in "${FPIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 sim_stats >"$OUT/sim-stats.json"
 bench_stop "$SIM"
 
-python3 - "$OUT" "$WANTED" "$STREAMS" "$TOKENS" "$DELAY" "$RAMP" "$SIM_THREADS" "$NOFILE" "$(nproc)" <<'PY' | tee "$OUT/report.md"
+python3 - "$OUT" "$start" "$WANTED" "$STREAMS" "$TOKENS" "$DELAY" "$RAMP" "$SIM_THREADS" "$NOFILE" "$(nproc)" <<'PY' | tee "$OUT/report.md"
 import glob, json, sys
-out, wanted, streams, tokens, delay, ramp, threads, nofile, cores = sys.argv[1:]
+out, start, wanted, streams, tokens, delay, ramp, threads, nofile, cores = sys.argv[1:]
 streams, threads, cores, wanted = int(streams), int(threads), int(cores), int(wanted)
 floods = [json.load(open(f)) for f in sorted(glob.glob(out + "/flood-*.json"))]
 rows = [l.rstrip("\n").split("\t") for l in open(out + "/samples.tsv")][1:]
@@ -137,13 +137,14 @@ ok = sum(f["ok"] for f in floods); failed = sum(f["failed"] for f in floods)
 kinds = {}
 for f in floods:
     for k, v in f["failed_by_kind"].items(): kinds[k] = kinds.get(k, 0) + v
-# Each row holds cumulative figures since the start (t in seconds, CPU and idle in 1/100 s ticks);
+# Each row holds the wall clock (epoch seconds) and cumulative figures since the start (CPU and idle
+# in 1/100 s ticks);
 # the per-interval figures are their differences.
 TICK = 100.0
 prev = {"t": 0.0, "cpu": 0, "idle": 0, "waits": 0, "late1": 0, "late10": 0}
 series = []  # (t, sim CPU % of its threads, machine idle %, streams held, wakeups, % > 1 ms late, % > 10 ms)
 for r in rows:
-    t, c, i = float(r[0]), int(r[1]), int(r[2])
+    t, c, i = float(r[0]) - float(start), int(r[1]), int(r[2])
     try:
         s = json.loads(r[4])
     except ValueError:
