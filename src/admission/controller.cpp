@@ -171,7 +171,6 @@ std::chrono::seconds controller::retry_after_for(std::uint64_t position) const n
 
 refused controller::make_refusal(refusal why, std::uint64_t position) {
   refused_[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
-  if (observers_.on_refused) observers_.on_refused(why);
   // Draining: this instance is going away, so a prompt retry lands on another one.
   if (why == refusal::draining || why == refusal::cancelled) return {why, std::chrono::seconds(min_retry_s)};
   return {why, retry_after_for(position)};

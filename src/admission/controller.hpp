@@ -25,7 +25,7 @@ namespace sluice::admission {
 
 enum class refusal { queue_full, queue_timeout, memory, draining, cancelled };
 inline constexpr std::size_t refusal_kinds = 5;
-// "queue_full", "queue_timeout", ...: the `reason` label of sluice_admission_refused_total.
+// "queue_full", "queue_timeout", ...: the names of the refusals (log and metric labels).
 std::string_view to_string(refusal r) noexcept;
 
 // Why a request was not admitted, and when it is worth retrying (the Retry-After header).
@@ -65,13 +65,13 @@ class permit {
 
 using acquire_result = std::variant<permit, refused>;
 
-// Hooks for metrics. Called on the requesting coroutine's thread; set before the first acquire().
+// Hooks for metrics (admission_metrics installs them). Called on the requesting coroutine's
+// thread; set before the first acquire(). Refusals need no hook: the pipeline counts them where
+// the request ends, and refused_total() has them per reason.
 struct controller_observers {
   // Every admitted request with the time it spent queued (zero when admitted at once):
-  // feeds the histogram sluice_admission_queue_wait_seconds.
+  // feeds the histogram sluice_queue_wait_seconds.
   std::function<void(duration waited)> on_admitted;
-  // Every refusal: feeds sluice_admission_refused_total{reason}.
-  std::function<void(refusal why)> on_refused;
 };
 
 class controller {

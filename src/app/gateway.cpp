@@ -15,26 +15,9 @@ std::size_t thread_count(const serve_options& o) {
   return o.http.threads == 0 ? runtime::default_threads() : static_cast<std::size_t>(o.http.threads);
 }
 
-struct log_exception {
-  void operator()(std::exception_ptr e) const {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      obs::log_error("bug: the memory sampler failed", {{"error", std::string_view(ex.what())}});
-    }
-  }
-};
-
 serve_options finished(serve_options o) {
   if (auto r = o.finish_routing(); !r) throw std::invalid_argument(r.err().message);
   return o;
-}
-
-std::vector<std::string> upstream_names(const serve_options& o) {
-  std::vector<std::string> names;
-  for (const auto& u : o.routing.upstreams) names.push_back(u.name);
-  return names;
 }
 
 // Each upstream's Authorization header value; the key of the default key variable is given, the
@@ -52,10 +35,14 @@ std::vector<std::string> authorizations(const serve_options& o, const std::strin
   }
   return out;
 }
+
+void report_bug(std::string_view group, std::string_view task, std::string_view what) {
+  obs::log_error("bug: a coroutine let an exception escape", {{"group", group}, {"task", task}, {"error", what}});
+}
 }  // namespace
 
 gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source)
-    : opts_(finished(std::move(opts))), metrics_(upstream_names(opts_)), pool_(thread_count(opts_)) {
+    : opts_(finished(std::move(opts))), background_("gateway background", report_bug), pool_(thread_count(opts_)) {
   router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
                                               std::chrono::steady_clock::now());
   bool any_tls = false;
@@ -70,31 +57,38 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
     if (!k) throw std::invalid_argument(k.err().message);
     keys_.emplace(std::move(*k));
   }
-  services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *admission_, *budget_, streams_,
+  request_metrics_ = std::make_shared<proxy::request_metrics>(&server_shared_);
+  stream_metrics_ = std::make_shared<proxy::stream_metrics>();
+  upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);
+  admission_metrics_ = std::make_shared<admission::admission_metrics>(*admission_, *budget_);
+  server_metrics_ = std::make_shared<http::server_metrics>(server_shared_);
+  services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *request_metrics_, *stream_metrics_,
+                                                                *upstream_metrics_, *admission_, *budget_, streams_,
                                                                 keys_ ? &*keys_ : nullptr, opts_.admission, drain_});
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
-  upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);
-  metrics_.add_collectable(upstream_metrics_);
-  shared_->upstream_stats = upstream_metrics_.get();
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
   schemas_ = std::make_unique<schema::schema_cache>(opts_.schema.cache_options());
   shared_->schema = &opts_.schema;
   shared_->schemas = schemas_.get();
-  if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) throw std::invalid_argument(r.err().message);
-
-  auto& m = metrics_.gateway();
-  m.max_streams().Set(static_cast<double>(opts_.admission.max_streams));
-  m.memory_budget_bytes().Set(static_cast<double>(budget_->budget()));
+  register_metrics();
 
   for (std::size_t i = 0; i < pool_.size(); ++i) {
     auto& ctx = pool_.context(i);
     worker w;
-    w.handler = std::make_unique<proxy::handler>(ctx.get_executor(), *shared_, tls_.get());
-    w.server = std::make_unique<http::server>(ctx, opts_.http, *w.handler, server_shared_);
-    w.handler->set_watchdog(&w.server->watchdog());
+    w.pipeline = std::make_unique<proxy::pipeline>(ctx.get_executor(), *shared_, tls_.get());
+    w.server = std::make_unique<http::server>(ctx, opts_.http, *w.pipeline, server_shared_);
+    w.pipeline->set_watchdog(&w.server->watchdog());
     workers_.push_back(std::move(w));
   }
+}
+
+void gateway::register_metrics() {
+  for (std::shared_ptr<const prometheus::Collectable> c :
+       std::initializer_list<std::shared_ptr<const prometheus::Collectable>>{
+           request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_})
+    metrics_.add_collectable(c);
+  if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) throw std::invalid_argument(r.err().message);
 }
 
 gateway::~gateway() { stop(); }
@@ -116,47 +110,29 @@ result<tcp::endpoint> gateway::start() {
   runtime::raise_fd_limit();
   sample_memory();
   for (auto& w : workers_) w.server->start();
-  net::co_spawn(pool_.context(0), sampler(), log_exception{});
-  monitor_ = std::make_unique<proxy::upstream_monitor>(pool_.context(0).get_executor(), *router_, opts_.upstream,
-                                                       tls_.get());
-  monitor_->start();
+  auto ex = pool_.context(0).get_executor();
+  background_.spawn(ex,
+                    admission::pressure_loop(*budget_, streams_, static_cast<std::size_t>(opts_.admission.max_resets_per_tick),
+                                             opts_.admission.memory_sample_interval,
+                                             [this](const admission::pressure_report& r) { log_pressure(r); }),
+                    "memory pressure loop", true);
+  monitor_ = std::make_unique<proxy::upstream_monitor>(ex, *router_, opts_.upstream, tls_.get());
+  monitor_->start(background_);
   pool_.start();
   started_ = true;
   return bound;
 }
 
 void gateway::sample_memory() {
-  auto report = admission::pressure_tick(*budget_, streams_, static_cast<std::size_t>(opts_.admission.max_resets_per_tick));
-  auto& m = metrics_.gateway();
-  m.memory_used_bytes().Set(static_cast<double>(budget_->rss()));
-  m.connections_active().Set(static_cast<double>(server_shared_.open_connections.load(std::memory_order_relaxed)));
-  // Connections refused at max-connections are counted by the acceptors; carried into the
-  // rejections metric here (the acceptors have no metrics), at most one sample interval late.
-  const auto refused = server_shared_.refused_connections.load(std::memory_order_relaxed);
-  auto reported = refused_reported_.load(std::memory_order_relaxed);
-  while (reported < refused && !refused_reported_.compare_exchange_weak(reported, refused)) {
-  }
-  if (reported < refused)
-    m.rejections_total(obs::reject_reason::max_connections).Increment(static_cast<double>(refused - reported));
-  if (!report.reset.empty()) {
-    obs::log_warn("memory saturated: resetting the streams holding the most buffered bytes",
-                  {{"rss_bytes", static_cast<std::uint64_t>(budget_->rss())},
-                   {"budget_bytes", budget_->budget()},
-                   {"streams_reset", static_cast<std::uint64_t>(report.reset.size())}});
-  }
+  log_pressure(admission::pressure_tick(*budget_, streams_, static_cast<std::size_t>(opts_.admission.max_resets_per_tick)));
 }
 
-task<void> gateway::sampler() {
-  net::steady_timer timer(co_await net::this_coro::executor);
-  sampler_timer_ = &timer;
-  while (sampling_.load()) {
-    timer.expires_after(opts_.admission.memory_sample_interval);
-    error_code ec;
-    co_await timer.async_wait(ec_out(ec));
-    if (!sampling_.load()) break;
-    sample_memory();
-  }
-  sampler_timer_ = nullptr;
+void gateway::log_pressure(const admission::pressure_report& report) const {
+  if (report.reset.empty()) return;
+  obs::log_warn("memory saturated: resetting the streams holding the most buffered bytes",
+                {{"rss_bytes", static_cast<std::uint64_t>(report.rss)},
+                 {"budget_bytes", budget_->budget()},
+                 {"streams_reset", static_cast<std::uint64_t>(report.reset.size())}});
 }
 
 void gateway::drain() {
@@ -166,16 +142,11 @@ void gateway::drain() {
   std::this_thread::sleep_for(opts_.drain_delay);
   for (auto& w : workers_) w.server->stop_accepting();
   admission_->set_draining(true);  // queued requests are refused; running streams go on
-  auto deadline = std::chrono::steady_clock::now() + opts_.drain_timeout;
-  auto& active = metrics_.gateway().streams_active();
-  while (active.Value() > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (active.Value() > 0) {
-    obs::log_warn("drain timeout: ending the remaining streams in-band", {{"streams", active.Value()}});
+  auto& active = stream_metrics_->streams_active();
+  if (!active.wait_zero_until(std::chrono::steady_clock::now() + opts_.drain_timeout)) {
+    obs::log_warn("drain timeout: ending the remaining streams in-band", {{"streams", active.value()}});
     drain_.cutting = true;  // each relay's watchdog tick ends its stream with an in-band error
-    auto cut_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (active.Value() > 0 && std::chrono::steady_clock::now() < cut_deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    active.wait_zero_until(std::chrono::steady_clock::now() + std::chrono::seconds(2));
   }
   stop();
 }
@@ -184,9 +155,8 @@ void gateway::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (started_) {
-    sampling_ = false;
+    background_.cancel();  // the pressure loop
     net::post(pool_.context(0), [this] {
-      if (sampler_timer_) sampler_timer_->cancel();
       if (monitor_) monitor_->stop();
     });
     for (auto& w : workers_) w.server->close_all();

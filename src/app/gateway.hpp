@@ -15,13 +15,18 @@
 #include "admission/stream_registry.hpp"
 #include "app/serve_options.hpp"
 #include "core/error.hpp"
+#include "admission/metrics.hpp"
 #include "http/server.hpp"
+#include "http/server_metrics.hpp"
 #include "observability/metrics.hpp"
-#include "proxy/handler.hpp"
+#include "proxy/pipeline.hpp"
+#include "proxy/request_metrics.hpp"
+#include "proxy/stream_metrics.hpp"
 #include "proxy/services.hpp"
 #include "proxy/upstream_monitor.hpp"
 #include "routing/router.hpp"
 #include "schema/cache.hpp"
+#include "runtime/task_group.hpp"
 #include "runtime/worker_pool.hpp"
 
 namespace sluice::app {
@@ -49,18 +54,25 @@ class gateway {
   admission::controller& admission() noexcept { return *admission_; }
   admission::memory_budget& budget() noexcept { return *budget_; }
   admission::stream_registry& streams() noexcept { return streams_; }
-  // Samples memory once now (the sampler also runs every memory-sample-interval).
+  // Samples memory once now (the pressure loop also runs every memory-sample-interval).
   void sample_memory();
+  // The components' own metrics.
+  proxy::request_metrics& request_stats() noexcept { return *request_metrics_; }
+  proxy::stream_metrics& stream_stats() noexcept { return *stream_metrics_; }
+  admission::admission_metrics& admission_stats() noexcept { return *admission_metrics_; }
+  proxy::upstream_metrics& upstream_stats() noexcept { return *upstream_metrics_; }
   // Structured outputs: the counters of the process-wide compiled-schema cache.
   schema::cache_stats schema_cache_stats() const { return schemas_->snapshot(); }
   routing::router& router() noexcept { return *router_; }
 
  private:
   struct worker {
-    std::unique_ptr<proxy::handler> handler;
+    std::unique_ptr<proxy::pipeline> pipeline;
     std::unique_ptr<http::server> server;
   };
-  task<void> sampler();
+  // Registers every component's metrics struct with metrics_.
+  void register_metrics();
+  void log_pressure(const admission::pressure_report& r) const;
 
   serve_options opts_;  // routing finished: the upstream list is final
   std::unique_ptr<routing::router> router_;
@@ -74,14 +86,18 @@ class gateway {
   std::unique_ptr<proxy::services> services_;
   std::unique_ptr<upstream::ssl::context> tls_;
   std::unique_ptr<proxy::shared_config> shared_;
-  std::shared_ptr<proxy::upstream_metrics> upstream_metrics_;
-  std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
   http::server_shared server_shared_;
+  // The components' metrics: shared_ptr because the registry holds them weakly.
+  std::shared_ptr<proxy::request_metrics> request_metrics_;
+  std::shared_ptr<proxy::stream_metrics> stream_metrics_;
+  std::shared_ptr<proxy::upstream_metrics> upstream_metrics_;
+  std::shared_ptr<admission::admission_metrics> admission_metrics_;
+  std::shared_ptr<http::server_metrics> server_metrics_;
+  std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
+  // The background loops on thread 0 (memory pressure, probes, engine scrapes): cancelled at stop.
+  runtime::task_group background_;
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist
-  std::atomic<bool> sampling_{true};
-  std::atomic<std::uint64_t> refused_reported_{0};  // refused connections already in the rejections metric
-  net::steady_timer* sampler_timer_ = nullptr;
   bool started_ = false;
   bool stopped_ = false;
 };

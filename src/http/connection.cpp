@@ -21,7 +21,7 @@ namespace sluice::http {
 using namespace boost::asio::experimental::awaitable_operators;
 
 connection::connection(tcp::socket socket, const server_options& opts)
-    : socket_(std::move(socket)), cancel_timer_(socket_.get_executor()), buffer_(opts.max_header_bytes + 4096), opts_(opts) {
+    : socket_(std::move(socket)), buffer_(opts.max_header_bytes + 4096), opts_(opts) {
   error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
 }
@@ -49,7 +49,7 @@ void connection::arm_watch() {
 void connection::on_watch(const error_code& ec) {
   watch_armed_ = false;
   if (!listener_ || peer_gone_ || !socket_.is_open()) return;  // no watch in force now
-  if (ec == net::error::operation_aborted) {  // another operation's cancel took this wait along
+  if (ec == net::error::operation_aborted) {  // a read deadline's socket cancel took this wait along
     arm_watch();
     return;
   }
@@ -107,7 +107,18 @@ task<result<request>> connection::read_request() {
   parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
   parser.body_limit(opts_.max_body_bytes);
 
-  auto classify = [](const error_code& ec, bool timed_out, bool head) -> error {
+  failed_request_id_.clear();
+  auto classify = [&](const error_code& ec, bool timed_out, bool head) -> error {
+    // The id of a request that is answered with an error, for its log line: from the fields
+    // parsed before the error, else from the raw bytes of an unfinished head.
+    auto parsed = parser.get().find("x-request-id");
+    if (parsed != parser.get().end()) {
+      failed_request_id_ = std::string(parsed->value().substr(0, 256));
+    } else if (!parser.is_header_done()) {
+      const auto raw = buffer_.cdata();
+      failed_request_id_ = std::string(
+          scan_request_id(std::string_view(static_cast<const char*>(raw.data()), raw.size())).substr(0, 256));
+    }
     if (timed_out)
       return error::make(errc::request_timeout,
                          head ? "request head not received in time" : "request body not received in time");
@@ -248,40 +259,8 @@ task<result<void>> connection::finish_chunks() {
   co_return co_await write_streamed(bhttp::make_chunk_last());
 }
 
-task<connection::peer_event> connection::wait_disconnect() {
-  while (socket_.is_open() && !cancelled_) {
-    error_code ec;
-    co_await socket_.async_wait(tcp::socket::wait_read, ec_out(ec));
-    if (ec == net::error::operation_aborted || cancelled_) co_return peer_event::cancelled;
-    if (ec) co_return peer_event::gone;
-    char probe;
-    ssize_t n = ::recv(socket_.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) co_return peer_event::gone;   // orderly close
-    if (n > 0) co_return peer_event::data;    // pipelined bytes: the next read will see them
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-    co_return peer_event::gone;               // reset or other socket error
-  }
-  co_return cancelled_ ? peer_event::cancelled : peer_event::gone;
-}
-
-task<void> connection::wait_cancelled() {
-  while (!cancelled_ && socket_.is_open()) {
-    cancel_timer_.expires_at(net::steady_timer::time_point::max());
-    error_code ec;
-    co_await cancel_timer_.async_wait(ec_out(ec));
-  }
-}
-
-void connection::cancel() noexcept {
-  cancelled_ = true;
-  error_code ec;
-  socket_.cancel(ec);
-  cancel_timer_.cancel();
-}
-
 void connection::close() noexcept {
   error_code ec;
-  cancel_timer_.cancel();
   // close() alone sends the FIN after whatever is queued (as a shutdown would), one call fewer.
   if (socket_.is_open()) socket_.close(ec);
 }
@@ -298,12 +277,29 @@ void connection::on_tick(runtime::steady::time_point now) {
     // (up to the socket's send buffer, hundreds of KiB) is dropped now instead of lingering
     // behind a FIN that would never be acknowledged.
     error_code ec;
-    cancel_timer_.cancel();
     if (socket_.is_open()) {
       socket_.set_option(tcp::socket::linger(true, 0), ec);
       socket_.close(ec);
     }
   }
+}
+
+std::string_view scan_request_id(std::string_view raw) noexcept {
+  static constexpr std::string_view name = "x-request-id:";
+  std::size_t pos = raw.find('\n');  // header lines start after the request line
+  while (pos != std::string_view::npos) {
+    const std::size_t start = pos + 1;
+    if (raw.size() - start >= name.size() && beast::iequals(raw.substr(start, name.size()), name)) {
+      std::size_t b = start + name.size();
+      std::size_t e = raw.find_first_of("\r\n", b);
+      if (e == std::string_view::npos) e = raw.size();
+      while (b < e && (raw[b] == ' ' || raw[b] == '\t')) ++b;
+      while (e > b && (raw[e - 1] == ' ' || raw[e - 1] == '\t')) --e;
+      return raw.substr(b, e - b);
+    }
+    pos = raw.find('\n', start);
+  }
+  return {};
 }
 
 }  // namespace sluice::http

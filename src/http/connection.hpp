@@ -35,6 +35,9 @@ class connection : public runtime::watchdog::item {
   // Reads the next request. errc::cancelled means the peer closed (or stayed idle past
   // idle_timeout) between requests: close quietly. Other errors deserve an error response.
   task<result<request>> read_request();
+  // After read_request() failed: the x-request-id the broken request carried, as far as it was
+  // read ("" when none was seen). Unchecked client input: sanitize before use.
+  const std::string& failed_request_id() const noexcept { return failed_request_id_; }
 
   task<result<void>> write(response& res);
   // Starts a chunked response: the head, then write_chunk() for each piece, then finish_chunks().
@@ -56,7 +59,7 @@ class connection : public runtime::watchdog::item {
   // upstream exchange, so whatever waits on it fails now). Pipelined bytes end the watch quietly
   // (the next read_request sees them). The watch lasts as long as the returned guard; the wait
   // itself stays armed after it (a keep-alive connection's next request completes it unused), and
-  // operations cancelled by someone else (the races below) re-arm it.
+  // a wait cancelled by another operation on the socket (a read deadline) re-arms itself.
   class peer_watch {
    public:
     explicit peer_watch(connection& c) noexcept : c_(&c) {}
@@ -72,17 +75,6 @@ class connection : public runtime::watchdog::item {
   [[nodiscard]] peer_watch watch_peer(peer_listener& l);
   bool peer_gone() const noexcept { return peer_gone_; }
 
-  enum class peer_event { gone, data, cancelled };
-  // Completes when the client has gone, sent more bytes (e.g. a pipelined request), or the wait was
-  // cancelled. Used beside an upstream exchange to notice a vanished client at once.
-  task<peer_event> wait_disconnect();
-  // Waits until cancel() (returns at once if cancel() came first since the last rearm()).
-  task<void> wait_cancelled();
-  // Cancels pending operations on the socket and ends wait_disconnect()/wait_cancelled(), including
-  // ones started after this call, until rearm(). The side of a race that finishes first calls it,
-  // so the watcher beside it always ends.
-  void cancel() noexcept;
-  void rearm() noexcept { cancelled_ = false; }
   // Hard close: pending operations fail at once.
   void close() noexcept;
 
@@ -113,7 +105,6 @@ class connection : public runtime::watchdog::item {
   result<void> end_write(const error_code& ec, std::size_t n) noexcept;
 
   tcp::socket socket_;
-  net::steady_timer cancel_timer_;
   // The first read of a fresh connection (its request is usually there already: a typical chat
   // request's head and body), and the read a keep-alive connection waits in between requests
   // (its buffer is held while idle).
@@ -132,7 +123,11 @@ class connection : public runtime::watchdog::item {
   runtime::steady::time_point write_since_{};  // start of the pending write; epoch = none
   std::uint64_t bytes_written_ = 0;
   bool stalled_ = false;
-  bool cancelled_ = false;
+  std::string failed_request_id_;
 };
+
+// The value of the first `x-request-id` header line in raw request-head bytes (case-insensitive
+// name, surrounding blanks trimmed), or "" — for requests whose head could not be parsed. Pure.
+std::string_view scan_request_id(std::string_view raw_head) noexcept;
 
 }  // namespace sluice::http

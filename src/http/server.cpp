@@ -5,8 +5,6 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <exception>
 
 #include "observability/log.hpp"
 #include "runtime/worker_pool.hpp"
@@ -14,21 +12,6 @@
 namespace sluice::http {
 
 namespace {
-
-// Completion of a spawned coroutine: an escaped exception is a bug; report it, never crash the loop.
-struct report_exception {
-  const char* what;
-  void operator()(std::exception_ptr e) const {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::fprintf(stderr, "sluice: bug: %s escaped: %s\n", what, ex.what());
-    } catch (...) {
-      std::fprintf(stderr, "sluice: bug: %s escaped with an unknown exception\n", what);
-    }
-  }
-};
 
 // How long the accept loop pauses after a failed accept(). The listener stays readable while the
 // cause lasts (a connection waits in the backlog), so retrying at once would spin a core.
@@ -44,7 +27,15 @@ bool out_of_descriptors(const error_code& ec) {
 }  // namespace
 
 server::server(net::io_context& ctx, const server_options& opts, request_handler& handler, server_shared& shared)
-    : ctx_(ctx), opts_(opts), handler_(handler), shared_(shared), acceptor_(ctx) {}
+    : ctx_(ctx),
+      opts_(opts),
+      handler_(handler),
+      shared_(shared),
+      acceptor_(ctx),
+      tasks_("http server", [](std::string_view group, std::string_view task, std::string_view what) {
+        obs::log_error("bug: a coroutine let an exception escape",
+                       {{"group", group}, {"task", task}, {"error", what}});
+      }) {}
 
 server::~server() = default;
 
@@ -82,8 +73,8 @@ void server::start() {
       obs::log_info("max-connections", {{"max_connections", cap}, {"fd_limit", fd_limit}});
     }
   }
-  net::co_spawn(ctx_, accept_loop(), report_exception{"accept loop"});
-  net::co_spawn(ctx_, watchdog_.run(), report_exception{"watchdog"});
+  tasks_.spawn(ctx_.get_executor(), accept_loop(), "accept loop");
+  tasks_.spawn(ctx_.get_executor(), watchdog_.run(), "watchdog");
 }
 
 void server::stop_accepting() {
@@ -125,7 +116,7 @@ task<void> server::accept_loop() {
       socket.close(ec);
       continue;
     }
-    net::co_spawn(ctx_, session(std::move(socket), connection_slot(shared_)), report_exception{"session"});
+    tasks_.spawn(ctx_.get_executor(), session(std::move(socket), connection_slot(shared_)), "session");
   }
 }
 

@@ -15,6 +15,7 @@
 #include "http/connection.hpp"
 #include "http/server_options.hpp"
 #include "http/types.hpp"
+#include "runtime/task_group.hpp"
 #include "runtime/watchdog.hpp"
 
 namespace sluice::http {
@@ -58,6 +59,8 @@ class server {
   // Closes every connection now. Thread-safe (posts).
   void close_all();
   runtime::watchdog& watchdog() noexcept { return watchdog_; }
+  // Every coroutine this server spawned (accept loop, watchdog, sessions) and is still running.
+  const runtime::task_group& tasks() const noexcept { return tasks_; }
 
  private:
   // One counted place in open_connections, held by a session for its whole life (also when its
@@ -85,6 +88,7 @@ class server {
   server_shared& shared_;
   tcp::acceptor acceptor_;
   runtime::watchdog watchdog_;
+  runtime::task_group tasks_;  // owns the accept loop, the watchdog and every session
   boost::intrusive::list<connection,
                          boost::intrusive::member_hook<connection, decltype(connection::server_hook),
                                                        &connection::server_hook>,

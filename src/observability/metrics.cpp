@@ -113,13 +113,6 @@ constexpr std::size_t slot_5xx = slot_2xx + 2;
 constexpr std::size_t slot_other = slot_2xx + 3;
 constexpr std::size_t slot_error = slot_2xx + 4;
 
-template <class E, std::size_t N>
-std::vector<std::string> label_values(const std::array<E, N>& all) {
-  std::vector<std::string> v;
-  for (E e : all) v.emplace_back(to_string(e));
-  return v;
-}
-
 // Enumerators must be dense and in declaration order: the accessors index arrays by value.
 template <class E, std::size_t N>
 constexpr bool dense(const std::array<E, N>& all) {
@@ -178,92 +171,9 @@ std::string_view upstream_status_label(int http_status) noexcept {
   return status_labels[upstream_status_slot(http_status)];
 }
 
-gateway_metrics::gateway_metrics(std::vector<std::string> upstream_names)
-    : upstream_names_(upstream_names.empty() ? std::vector<std::string>{"default"} : std::move(upstream_names)),
-      queue_wait_("sluice_queue_wait_seconds", "Time admitted requests spent waiting in the admission queue.",
-                  latency_buckets),
-      request_duration_("sluice_request_duration_seconds",
-                        "Time from the request head arriving to the last response byte written, by route.",
-                        latency_buckets, "route", label_values(all_routes)),
-      ttft_("sluice_time_to_first_token_seconds",
-            "Time from the request arriving to the first content event written to the client.", latency_buckets),
-      inter_token_("sluice_inter_token_seconds", "Time between consecutive content events relayed on a stream.",
-                   latency_buckets),
-      overhead_("sluice_overhead_seconds",
-                "Time the gateway itself spent on a request, by stage (not waiting on the upstream).", overhead_buckets,
-                "stage", label_values(all_stages)) {
-  {
-    std::set<std::string_view> seen;
-    for (const auto& n : upstream_names_) {
-      if (n.empty()) throw std::invalid_argument("gateway_metrics: empty upstream name");
-      if (!seen.insert(n).second) throw std::invalid_argument("gateway_metrics: duplicate upstream name '" + n + "'");
-    }
-  }
-  auto gauge = [this](const char* name, const char* help) {
-    return &prometheus::BuildGauge().Name(name).Help(help).Register(registry_).Add({});
-  };
-  streams_active_ = gauge("sluice_streams_active", "Streaming responses currently being relayed.");
-  stream_active_buffers_ = gauge("sluice_stream_active_buffers", "Streams currently holding a relay buffer.");
-  stream_buffered_bytes_ = gauge("sluice_stream_buffered_bytes", "Bytes held in stream buffers right now (relay buffers and upstream read buffers).");
-  max_streams_ = gauge("sluice_max_streams", "The configured cap on concurrent streams (--max-streams).");
-  queue_depth_ = gauge("sluice_queue_depth", "Requests waiting in the admission queue.");
-  memory_budget_ = gauge("sluice_memory_budget_bytes", "The configured memory budget for request and stream buffers.");
-  memory_used_ = gauge("sluice_memory_used_bytes",
-                       "Memory counted against the budget right now (what --shed-threshold is compared with).");
-  connections_active_ = gauge("sluice_connections_active", "Open client connections.");
-  write_stalls_ = &prometheus::BuildCounter()
-                       .Name("sluice_write_stalls_total")
-                       .Help("Streams cut because the client accepted no byte for write-stall-timeout "
-                             "(their upstream request was closed).")
-                       .Register(registry_)
-                       .Add({});
-
-  auto& bytes = prometheus::BuildCounter()
-                    .Name("sluice_stream_bytes_total")
-                    .Help("Stream bytes read from upstreams (upstream) and written to clients (downstream).")
-                    .Register(registry_);
-  for (auto d : all_byte_directions) stream_bytes_[idx(d)] = &bytes.Add({{"direction", std::string(to_string(d))}});
-
-  auto& rejections = prometheus::BuildCounter()
-                         .Name("sluice_rejections_total")
-                         .Help("Requests refused before reaching an upstream, by reason.")
-                         .Register(registry_);
-  for (auto r : all_reject_reasons) rejections_[idx(r)] = &rejections.Add({{"reason", std::string(to_string(r))}});
-
-  auto& requests = prometheus::BuildCounter()
-                       .Name("sluice_requests_total")
-                       .Help("Requests finished, by route and outcome.")
-                       .Register(registry_);
-  for (auto r : all_routes)
-    for (auto o : all_outcomes)
-      requests_[idx(r)][idx(o)] =
-          &requests.Add({{"route", std::string(to_string(r))}, {"outcome", std::string(to_string(o))}});
-
-  auto& tokens = prometheus::BuildCounter()
-                     .Name("sluice_tokens_total")
-                     .Help("Tokens accounted, prompt and completion, as reported by upstreams or counted in relay.")
-                     .Register(registry_);
-  for (auto d : all_directions) tokens_[idx(d)] = &tokens.Add({{"direction", std::string(to_string(d))}});
-
-  auto& upstream = prometheus::BuildCounter()
-                       .Name("sluice_upstream_requests_total")
-                       .Help("Requests sent to upstreams, by upstream and response status (error: no response).")
-                       .Register(registry_);
-  upstream_requests_.resize(upstream_names_.size());
-  for (std::size_t u = 0; u < upstream_names_.size(); ++u)
-    for (std::size_t s = 0; s < upstream_status_slots; ++s)
-      upstream_requests_[u][s] =
-          &upstream.Add({{"upstream", upstream_names_[u]}, {"status", std::string(status_labels[s])}});
+std::string_view upstream_status_slot_label(std::size_t slot) noexcept {
+  return slot < status_labels.size() ? status_labels[slot] : status_labels[slot_other];
 }
-
-std::vector<prometheus::MetricFamily> gateway_metrics::Collect() const {
-  auto out = registry_.Collect();
-  for (const histogram_family* h : {&queue_wait_, &request_duration_, &ttft_, &inter_token_, &overhead_})
-    out.push_back(h->collect());
-  return out;
-}
-
-metrics_registry::metrics_registry(std::vector<std::string> upstream_names) : gateway_(std::move(upstream_names)) {}
 
 void metrics_registry::add_collectable(std::weak_ptr<const prometheus::Collectable> collectable) {
   std::lock_guard lock(mutex_);
@@ -286,7 +196,7 @@ result<void> metrics_registry::add_callback(callback_metric m) {
   if (!m.read) return error::make(errc::bad_request, "metric '" + m.name + "': no read function");
   if (std::ranges::find(process_collector::metric_names, m.name) != process_collector::metric_names.end())
     return error::make(errc::bad_request, "metric name '" + m.name + "' is taken");
-  for (const auto& f : gateway_.Collect())
+  for (const auto& f : collect())
     if (f.name == m.name) return error::make(errc::bad_request, "metric name '" + m.name + "' is taken");
   std::lock_guard lock(mutex_);
   for (const auto& c : callbacks_)
@@ -308,8 +218,7 @@ std::vector<prometheus::MetricFamily> metrics_registry::collect() const {
     callbacks = callbacks_;
   }
 
-  std::vector<prometheus::MetricFamily> all = gateway_.Collect();
-  for (auto& f : process_.Collect()) all.push_back(std::move(f));
+  std::vector<prometheus::MetricFamily> all = process_.Collect();
   for (const auto& c : extras)
     for (auto& f : c->Collect()) all.push_back(std::move(f));
   for (const auto& c : callbacks) {
@@ -324,7 +233,7 @@ std::vector<prometheus::MetricFamily> metrics_registry::collect() const {
   }
 
   // Stable sort keeps the first of two same-named families first, so unique() drops the later one:
-  // the gateway's and process metrics win over a late collectable that reused a name.
+  // the process metrics and earlier collectables win over a later one that reused a name.
   std::ranges::stable_sort(all, {}, &prometheus::MetricFamily::name);
   auto dup = std::ranges::unique(all, {}, &prometheus::MetricFamily::name);
   all.erase(dup.begin(), dup.end());

@@ -18,22 +18,23 @@ constexpr std::size_t fast_stream_buffer = 16 * 1024;
 using namespace boost::asio::experimental::awaitable_operators;
 namespace json = boost::json;
 
-sse_relay::sse_relay(http::connection& client, upstream::response& up, const options& opts, services& svc,
-                     runtime::steady::time_point request_start)
+sse_relay::sse_relay(http::connection& client, upstream::response& up, request_cancel& cancel, const options& opts,
+                     services& svc, runtime::steady::time_point request_start)
     : client_(client),
       up_(up),
+      cancel_(cancel),
       svc_(svc),
       request_start_(request_start),
-      active_buffer_(svc.metrics.gateway().stream_active_buffers()),
-      handle_(svc.streams.add()),
+      active_buffer_(svc.streams.stream_active_buffers()),
+      handle_(svc.live_streams.add()),
       buf_(static_cast<std::size_t>(opts.stream_buffer_initial), static_cast<std::size_t>(opts.stream_buffer)),
       parser_(static_cast<std::size_t>(opts.stream_buffer)) {}
 
 sse_relay::~sse_relay() {
   // The watchdog closed the client for a write stall (http::connection::on_tick); counted here,
   // where the metrics are, once per stream.
-  if (client_.stalled()) svc_.metrics.gateway().write_stalls_total().Increment();
-  if (accounted_bytes_) svc_.metrics.gateway().stream_buffered_bytes().Decrement(static_cast<double>(accounted_bytes_));
+  if (client_.stalled()) svc_.streams.write_stalls_total().Increment();
+  if (accounted_bytes_) svc_.streams.stream_buffered_bytes().Decrement(static_cast<double>(accounted_bytes_));
 }
 
 void sse_relay::account_buffer() noexcept {
@@ -42,7 +43,7 @@ void sse_relay::account_buffer() noexcept {
   up_.trim();
   std::uint64_t now_bytes = buf_.capacity() + up_.buffer_capacity();
   if (now_bytes == accounted_bytes_) return;
-  auto& g = svc_.metrics.gateway().stream_buffered_bytes();
+  auto& g = svc_.streams.stream_buffered_bytes();
   if (now_bytes > accounted_bytes_) g.Increment(static_cast<double>(now_bytes - accounted_bytes_));
   else g.Decrement(static_cast<double>(accounted_bytes_ - now_bytes));
   accounted_bytes_ = now_bytes;
@@ -56,31 +57,35 @@ void sse_relay::watch(runtime::watchdog& w) {
 }
 
 void sse_relay::on_tick(runtime::steady::time_point now) {
-  if (reset_message_) return;
-  if (watched_ && reading_since_ != runtime::steady::time_point{} && now - reading_since_ > up_.idle_timeout()) {
-    reset_code_ = errc::upstream_timeout;
-    reset_message_ = "upstream timed out while reading the response body";
-  } else if (now >= deadline_) {
-    reset_code_ = errc::upstream_timeout;
-    reset_message_ = "the request exceeded request-timeout while streaming";
-  } else if (svc_.drain.cutting.load(std::memory_order_relaxed)) {
-    reset_code_ = errc::overloaded;
-    reset_message_ = "the gateway is shutting down; retry the request";
-  } else if (handle_ && handle_.reset_requested()) {
-    reset_code_ = errc::overloaded;
-    reset_message_ = "the gateway is over its memory budget; retry the request";
-  } else {
-    return;
-  }
-  up_.abort();  // the pump's pending read fails at once and ends the stream in-band
+  if (cancel_.cancelled()) return;
+  cancel_reason why = cancel_reason::none;
+  if (watched_ && reading_since_ != runtime::steady::time_point{} && now - reading_since_ > up_.idle_timeout())
+    why = cancel_reason::upstream_idle;
+  else if (now >= deadline_) why = cancel_reason::deadline;
+  else if (svc_.drain.cutting.load(std::memory_order_relaxed)) why = cancel_reason::draining;
+  else if (handle_ && handle_.reset_requested()) why = cancel_reason::memory;
+  // The pump's pending read fails at once and ends the stream in-band with the reason's error.
+  cancel_.cancel(why);
 }
 
 task<void> sse_relay::run() {
-  // The client is watched by the handler for the whole exchange (http::connection::watch_peer):
-  // a client that goes aborts the upstream, so the pump's pending read fails at once.
+  // The client is watched for the whole request (http::connection::watch_peer): a client that goes
+  // cancels it, which aborts the upstream, so the pump's pending read fails at once.
   co_await pump();
-  if (client_.peer_gone()) res_.client_gone = true;
+  if (client_.peer_gone() || cancel_.client_gone()) res_.client_gone = true;
   res_.bytes_out = client_.bytes_written();
+  count_bytes_out();
+}
+
+void sse_relay::client_left_before_head() noexcept {
+  up_.abort();
+  res_.client_gone = true;
+}
+
+void sse_relay::count_bytes_out() noexcept {
+  const std::uint64_t written = client_.bytes_written();
+  if (written > counted_out_) svc_.streams.stream_bytes_total(obs::byte_direction::downstream).add(written - counted_out_);
+  counted_out_ = written;
 }
 
 bool sse_relay::on_event(const sse::event_view& ev) {
@@ -143,7 +148,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     // Every event of one read arrived together: they share the read's time (one clock read per
     // read, not per event).
     const auto now = read_at_;
-    auto& m = svc_.metrics.gateway();
+    auto& m = svc_.streams;
     if (res_.first_event == runtime::steady::time_point{}) {
       res_.first_event = now;
       m.time_to_first_token_seconds().observe(now - request_start_);
@@ -205,11 +210,13 @@ task<bool> sse_relay::read_more(std::size_t& n) {
   reading_since_ = {};
   if (client_.peer_gone()) res_.client_gone = true;  // the read failed (or raced) because of it
   if (!r) {
-    if (reset_message_) ending_ = error::make(reset_code_, reset_message_);
+    // Cancelled by the gateway (not the client): that reason's error, not the abort's.
+    if (cancel_.cancelled() && !cancel_.client_gone()) ending_ = cancel_.ending();
     else ending_ = std::move(r).err();
     co_return false;
   }
   n = *r;
+  if (n) svc_.streams.stream_bytes_total(obs::byte_direction::upstream).add(n);
   co_return true;
 }
 
@@ -243,6 +250,7 @@ task<void> sse_relay::pump_events() {
       break;
     }
     account_buffer();
+    count_bytes_out();
     const std::size_t room = buf_.free_size();
     std::size_t n = 0;
     const bool got = co_await read_more(n);

@@ -1,7 +1,8 @@
 // sse_relay: forwards one upstream SSE response to the client event by event, with back-pressure
 // (the next upstream read starts only after the previous events were written), the upstream
-// aborted the moment the client vanishes (the handler's watch on the client), and in-band error
-// events instead of silent ends. Lives in the handler's coroutine frame; one thread.
+// aborted the moment the request is cancelled (the client's watch, or this relay's own watchdog
+// tick: deadline, drain, memory, idle upstream), and in-band error events instead of silent ends.
+// Lives in the pipeline's coroutine frame; one thread.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "core/error.hpp"
 #include "http/connection.hpp"
 #include "observability/gauge_hold.hpp"
+#include "proxy/cancel.hpp"
 #include "proxy/options.hpp"
 #include "proxy/services.hpp"
 #include "proxy/stream_buffer.hpp"
@@ -36,16 +38,19 @@ struct relay_result {
   double relay_overhead_seconds = 0;  // time spent handling events in sluice (parse + write issue)
 };
 
-// Also a watchdog item: on each tick it checks whether the memory-pressure loop or the drain asked
-// this stream to end, and if so aborts the upstream so the pump ends it with an in-band error.
+// Also a watchdog item: on each tick it checks the upstream's idle timeout, the request deadline,
+// the drain and the memory-pressure loop, and cancels the request when one says so (the pump then
+// ends the stream with that reason's in-band error).
 class sse_relay : public runtime::watchdog::item {
  public:
-  sse_relay(http::connection& client, upstream::response& up, const options& opts, services& svc,
-            runtime::steady::time_point request_start);
+  sse_relay(http::connection& client, upstream::response& up, request_cancel& cancel, const options& opts,
+            services& svc, runtime::steady::time_point request_start);
   ~sse_relay() override;
 
   // Relays the body; the chunked head has been written already. Never throws on I/O errors.
   task<void> run();
+  // The head could not be written (the client left): nothing to relay, the upstream is closed.
+  void client_left_before_head() noexcept;
   const relay_result& result() const noexcept { return res_; }
 
   std::size_t buffered_bytes() const noexcept { return buf_.size(); }
@@ -83,10 +88,14 @@ class sse_relay : public runtime::watchdog::item {
   task<bool> write_verdict_event();
   // Keeps the buffered-bytes gauge and the stream registry in step with the buffer.
   void account_buffer() noexcept;
+  // Adds what was written to the client since the last call to sluice_stream_bytes_total.
+  void count_bytes_out() noexcept;
 
   http::connection& client_;
   upstream::response& up_;
+  request_cancel& cancel_;
   services& svc_;
+  std::uint64_t counted_out_ = 0;  // client bytes already in sluice_stream_bytes_total
   runtime::steady::time_point request_start_;
   obs::gauge_hold active_buffer_;
   admission::stream_handle handle_;
@@ -95,9 +104,6 @@ class sse_relay : public runtime::watchdog::item {
   runtime::steady::time_point read_at_{};  // when the read being parsed completed
   runtime::steady::time_point reading_since_{};  // an upstream read is pending since; epoch = none
   bool watched_ = false;
-  // Set when the gateway itself ends the stream (deadline, drain, memory): a static message.
-  errc reset_code_ = errc::overloaded;
-  const char* reset_message_ = nullptr;
   boxed<error> ending_;  // why the stream is ending with an in-band error (also: malformed event)
   stream_buffer buf_;
   sse::parser parser_;

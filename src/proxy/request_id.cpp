@@ -25,4 +25,8 @@ std::string generate_request_id() {
   return out;
 }
 
+std::string request_id_or_new(std::string_view id) {
+  return is_sane_request_id(id) ? std::string(id) : generate_request_id();
+}
+
 }  // namespace sluice::proxy

@@ -10,5 +10,13 @@ namespace sluice::proxy {
 bool is_sane_request_id(std::string_view id) noexcept;
 // 32 lowercase hex characters from a per-thread random generator.
 std::string generate_request_id();
+// `id` when it is sane, else a generated one.
+std::string request_id_or_new(std::string_view id);
+// The request's x-request-id when it is sane, else a generated one.
+template <class Request>
+std::string request_id_of(const Request& req) {
+  auto it = req.find("x-request-id");
+  return request_id_or_new(it == req.end() ? std::string_view{} : std::string_view(it->value()));
+}
 
 }  // namespace sluice::proxy

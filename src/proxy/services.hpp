@@ -1,6 +1,6 @@
-// The process-wide parts every worker thread's handler uses: metrics, admission (permits, queue,
-// memory budget, the registry of live streams), optional client keys and the drain state. Built
-// and owned by app::gateway; all members are thread-safe (atomics or internally locked).
+// The process-wide parts every worker thread's pipeline uses: the components' metrics, admission
+// (permits, queue, memory budget, the registry of live streams), optional client keys and the
+// drain state. Built and owned by app::gateway; all members are thread-safe (atomics or locked).
 #pragma once
 
 #include <atomic>
@@ -11,6 +11,9 @@
 #include "admission/options.hpp"
 #include "admission/stream_registry.hpp"
 #include "observability/metrics.hpp"
+#include "proxy/request_metrics.hpp"
+#include "proxy/stream_metrics.hpp"
+#include "proxy/upstream_metrics.hpp"
 
 namespace sluice::proxy {
 
@@ -21,10 +24,13 @@ struct drain_state {
 };
 
 struct services {
-  obs::metrics_registry& metrics;
+  obs::metrics_registry& metrics;  // the exposition, for GET /metrics
+  request_metrics& requests;
+  stream_metrics& streams;
+  upstream_metrics& upstreams;
   admission::controller& admission;
   admission::memory_budget& budget;
-  admission::stream_registry& streams;
+  admission::stream_registry& live_streams;
   admission::client_keys* keys;  // null: no client keys configured (no authentication)
   const admission::options& admission_opts;
   drain_state& drain;

@@ -27,7 +27,14 @@ std::string_view to_string(hold_reason r) noexcept {
 }
 
 upstream_metrics::upstream_metrics(routing::router& r)
-    : r_(r), retries_(std::make_unique<std::array<std::atomic<std::uint64_t>, retry_reason_count>[]>(r.size())) {}
+    : r_(r),
+      retries_(std::make_unique<std::array<std::atomic<std::uint64_t>, retry_reason_count>[]>(r.size())),
+      responses_(std::make_unique<std::array<std::atomic<std::uint64_t>, obs::upstream_status_slots>[]>(r.size())) {}
+
+void upstream_metrics::responded(std::size_t upstream, int http_status) noexcept {
+  if (upstream < r_.size())
+    responses_[upstream][obs::upstream_status_slot(http_status)].fetch_add(1, std::memory_order_relaxed);
+}
 
 void upstream_metrics::retried(std::size_t upstream, retry_reason why) noexcept {
   if (upstream < r_.size()) retries_[upstream][static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
@@ -76,9 +83,15 @@ std::vector<pm::MetricFamily> upstream_metrics::Collect() const {
                        "paced budget left at the upstream as sluice tracks it (known limits only)", pm::MetricType::Gauge);
   auto retries = family("sluice_upstream_retries_total", "attempts retried, by the upstream that failed and why",
                         pm::MetricType::Counter);
+  auto responses = family("sluice_upstream_requests_total",
+                          "Requests sent to upstreams, by upstream and response status (error: no response).",
+                          pm::MetricType::Counter);
   for (std::size_t i = 0; i < r_.size(); ++i) {
     auto& u = r_.at(i);
     const std::string& name = u.spec.name;
+    for (std::size_t k = 0; k < obs::upstream_status_slots; ++k)
+      sample(responses, {{"upstream", name}, {"status", std::string(obs::upstream_status_slot_label(k))}},
+             static_cast<double>(responses_[i][k].load(std::memory_order_relaxed)));
     auto st = u.breaker.state(now);
     sample(circuit, {{"upstream", name}}, static_cast<double>(static_cast<int>(st)));
     sample(opens, {{"upstream", name}}, static_cast<double>(u.breaker.times_opened()));
@@ -106,7 +119,7 @@ std::vector<pm::MetricFamily> upstream_metrics::Collect() const {
                          "usage chunks sluice asked upstreams for and removed from streams that did not ask",
                          pm::MetricType::Counter);
   sample(stripped, {}, static_cast<double>(usage_stripped_.load(std::memory_order_relaxed)));
-  return {circuit, opens, outstanding, healthy, saturated, budget, retries, holds, hold_s, stripped};
+  return {responses, circuit, opens, outstanding, healthy, saturated, budget, retries, holds, hold_s, stripped};
 }
 
 }  // namespace sluice::proxy

@@ -9,17 +9,6 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-struct log_failure {
-  void operator()(std::exception_ptr e) const {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      obs::log_error("bug: an upstream monitor loop failed", {{"error", std::string_view(ex.what())}});
-    }
-  }
-};
-
 constexpr duration scrape_limit = std::chrono::seconds(5);
 constexpr std::size_t max_scrape_body = 4 * 1024 * 1024;
 
@@ -37,7 +26,7 @@ upstream_monitor::upstream_monitor(net::any_io_executor ex, routing::router& r, 
 
 upstream_monitor::~upstream_monitor() = default;
 
-void upstream_monitor::start() {
+void upstream_monitor::start(runtime::task_group& tasks) {
   for (std::size_t i = 0; i < r_.size(); ++i) {
     const auto& u = r_.at(i);
     if (u.spec.probe) {
@@ -45,7 +34,7 @@ void upstream_monitor::start() {
       st->client = std::make_unique<upstream::client>(ex_, opts_, u.target, tls_);
       st->path = u.target.base_path + "/v1/models";
       st->timer = std::make_unique<net::steady_timer>(ex_);
-      net::co_spawn(ex_, probe_loop(i, st.get()), log_failure{});
+      tasks.spawn(ex_, probe_loop(i, st.get()), "upstream probe loop");
       loops_.push_back(std::move(st));
     }
     if (!u.spec.engine_metrics.empty()) {
@@ -55,7 +44,7 @@ void upstream_monitor::start() {
       st->path = target->base_path.empty() ? "/metrics" : target->base_path;
       st->client = std::make_unique<upstream::client>(ex_, opts_, *target, tls_);
       st->timer = std::make_unique<net::steady_timer>(ex_);
-      net::co_spawn(ex_, engine_loop(i, st.get()), log_failure{});
+      tasks.spawn(ex_, engine_loop(i, st.get()), "engine scrape loop");
       loops_.push_back(std::move(st));
     }
   }

@@ -11,6 +11,7 @@
 
 #include "routing/router.hpp"
 #include "runtime/asio.hpp"
+#include "runtime/task_group.hpp"
 #include "upstream/client.hpp"
 
 namespace sluice::proxy {
@@ -23,7 +24,8 @@ class upstream_monitor {
   upstream_monitor(const upstream_monitor&) = delete;
   upstream_monitor& operator=(const upstream_monitor&) = delete;
 
-  void start();
+  // Spawns the loops into `tasks` (which reports a loop that fails); stop() ends them.
+  void start(runtime::task_group& tasks);
   void stop();
 
   // One GET of `path` on `c`; the body when the answer is 2xx (bounded), else an error. Public for tests.

@@ -3,8 +3,6 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <exception>
 
 #include "sim/worker.hpp"
 
@@ -12,18 +10,6 @@ namespace sluice::sim {
 namespace {
 
 using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
-
-// Completion of a session or accept coroutine: every exception is a bug, reported once here.
-struct report_exception {
-  void operator()(std::exception_ptr e) const {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::fprintf(stderr, "sluice sim: unexpected exception: %s\n", ex.what());
-    }
-  }
-};
 
 result<net::ip::address> resolve_host(const std::string& host) {
   error_code ec;
@@ -142,7 +128,7 @@ task<void> accept_loop(worker* w) {
     }
     sock.set_option(tcp::no_delay(true), ec);
     counters::inc(w->count.connections_accepted);
-    net::co_spawn(w->ctx, run_session(std::move(sock), w), report_exception{});
+    w->tasks.spawn(w->ctx.get_executor(), run_session(std::move(sock), w), "session");
   }
 }
 
@@ -179,7 +165,7 @@ result<tcp::endpoint> server::start() {
     st.workers.push_back(std::move(w));
   }
   st.bound = ep;
-  for (auto& w : st.workers) net::co_spawn(w->ctx, accept_loop(w.get()), report_exception{});
+  for (auto& w : st.workers) w->tasks.spawn(w->ctx.get_executor(), accept_loop(w.get()), "accept loop");
   st.pool->start();
   st.running = true;
   return ep;

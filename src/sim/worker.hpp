@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/task_group.hpp"
 #include "runtime/worker_pool.hpp"
 #include "sim/control.hpp"
 #include "sim/rate_limit.hpp"
@@ -74,6 +75,7 @@ struct worker {
   boost::intrusive::list<connection, boost::intrusive::constant_time_size<false>> connections;
   std::uint64_t fault_rng;   // per-thread PRNG state for the fault rates
   bool stopping = false;
+  runtime::task_group tasks{"sluice sim"};  // the accept loop and every session; reports a bug once
 
   double next_uniform() noexcept;  // in [0, 1)
   void close_all();                 // on this worker's thread: listener and every connection

@@ -304,7 +304,7 @@ TEST(ResponseTiming, OpenSlowStreamsHoldOnlySmallBuffers) {
   test::sim_box sim(so);
   ASSERT_NE(sim.port, 0);
   gateway_box g(options_for(sim.url()));
-  auto& m = g.gw.metrics().gateway();
+  auto& m = g.gw.stream_stats();
 
   constexpr int kStreams = 20;
   std::vector<std::unique_ptr<test::client_socket>> clients;

@@ -188,7 +188,7 @@ TEST(SlowClient, NonReaderIsCutAfterWriteStallTimeoutOthersComplete) {
   app::gateway gw(go, "");
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
-  auto& m = gw.metrics().gateway();
+  auto& m = gw.stream_stats();
   const double stalls_before = counter(m.write_stalls_total());
   const auto aborted_before = sim->snapshot().streams_aborted;
 
@@ -219,12 +219,12 @@ TEST(SlowClient, NonReaderIsCutAfterWriteStallTimeoutOthersComplete) {
 
   // Nothing is left behind: streams, buffers, connections all back to 0.
   EXPECT_LT(test::wait_until([&] {
-              return m.streams_active().Value() == 0 && m.stream_active_buffers().Value() == 0 &&
+              return static_cast<double>(m.streams_active().value()) == 0 && m.stream_active_buffers().Value() == 0 &&
                      m.stream_buffered_bytes().Value() == 0 && gw.open_connections() == 0 &&
                      sim->snapshot().active_streams == 0;
             }),
             5s)
-      << "streams " << m.streams_active().Value() << ", buffers " << m.stream_active_buffers().Value()
+      << "streams " << static_cast<double>(m.streams_active().value()) << ", buffers " << m.stream_active_buffers().Value()
       << ", connections " << gw.open_connections() << ", sim streams " << sim->snapshot().active_streams;
   EXPECT_EQ(gw.streams().size(), 0u);
   EXPECT_EQ(counter(m.write_stalls_total()), stalls_before + 1) << "only the non-reader was cut";
@@ -241,7 +241,7 @@ TEST(SlowClient, SlowButLiveReaderIsNeverCut) {
   app::gateway gw(go, "");
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
-  auto& m = gw.metrics().gateway();
+  auto& m = gw.stream_stats();
   const std::string headers = "x-sim-tokens: 8000\r\nx-sim-token-size: 1000\r\nx-sim-token-delay: 0ms\r\n";
   auto direct = test::post_chat(sim->port(), true,
                                 {{"x-sim-tokens", "8000"}, {"x-sim-token-size", "1000"}, {"x-sim-token-delay", "0ms"}});
@@ -300,7 +300,7 @@ TEST(SlowClient, MaxConnectionsClosesTheExtraConnectionAtOnce) {
   for (int i = 0; i < 3; ++i) refused_at_once();  // each one, not only the first
   EXPECT_EQ(gw.open_connections(), 3u);
   gw.sample_memory();  // the sampler carries the acceptors' refusals into the rejections metric
-  EXPECT_EQ(gw.metrics().gateway().rejections_total(obs::reject_reason::max_connections).Value(), 3.0);
+  EXPECT_EQ(static_cast<double>(gw.request_stats().rejections(obs::reject_reason::max_connections)), 3.0);
 
   // The held connections still work, streams included, and stay open (keep-alive).
   for (auto& c : held) EXPECT_EQ(request_on(*c, verb::get, "/healthz").result_int(), 200u);
@@ -356,9 +356,9 @@ TEST(SlowClient, DribbledHeadAndBodyGet408AtTheirDeadlines) {
   app::gateway gw(go, "");
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
-  auto& m = gw.metrics().gateway();
-  auto& timeouts = m.rejections_total(obs::reject_reason::header_timeout);
-  const double before = counter(timeouts);
+  auto& m = gw.request_stats();
+  auto timeouts = [&] { return static_cast<double>(m.rejections(obs::reject_reason::header_timeout)); };
+  const double before = timeouts();
 
   normal_clients others(ep->port(), sim->port(), 1);
 
@@ -382,7 +382,7 @@ TEST(SlowClient, DribbledHeadAndBodyGet408AtTheirDeadlines) {
   EXPECT_GE(body_took, go.http.body_timeout - 100ms);
   EXPECT_LE(body_took, go.http.body_timeout + kSlack);
 
-  EXPECT_EQ(counter(timeouts), before + 2);
+  EXPECT_EQ(timeouts(), before + 2);
   others.join();
   EXPECT_GE(others.ok.load(), 2) << "the normal client was served during both dribbles";
   EXPECT_EQ(others.bad.load(), 0);

@@ -369,8 +369,7 @@ TEST_F(controller_test, MemoryRefusals) {
 TEST_F(controller_test, ObserversSeeQueueWaitAndRefusals) {
   controller c(opts(1, 1), budget, clock.fn());
   std::vector<duration> waits;
-  std::vector<refusal> refusals;
-  c.set_observers({[&](duration d) { waits.push_back(d); }, [&](refusal r) { refusals.push_back(r); }});
+  c.set_observers({[&](duration d) { waits.push_back(d); }});
   auto holder = spawn_acquire(ctx, c);
   auto w = spawn_acquire(ctx, c);
   auto full = spawn_acquire(ctx, c);
@@ -380,7 +379,11 @@ TEST_F(controller_test, ObserversSeeQueueWaitAndRefusals) {
   poll();
   ASSERT_TRUE(w->granted());
   EXPECT_EQ(waits, (std::vector<duration>{0s, 3s}));
-  EXPECT_EQ(refusals, (std::vector<refusal>{refusal::queue_full}));
+  // Refusals have no observer any more (the pipeline counts them where the request ends); the
+  // controller's own per-reason count says the same.
+  EXPECT_EQ(c.refused_total(refusal::queue_full), 1u);
+  for (auto other : {refusal::queue_timeout, refusal::memory, refusal::draining, refusal::cancelled})
+    EXPECT_EQ(c.refused_total(other), 0u);
 }
 
 TEST_F(controller_test, RetryAfterIsBoundedAndGrowsWithTheQueue) {

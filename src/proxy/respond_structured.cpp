@@ -1,13 +1,12 @@
-// handler::check_whole_answer: structured outputs on a whole (non-stream) answer. Kept apart from
-// handler.cpp so the request story there stays a story; the checks themselves are pure functions
-// in structured_output.cpp.
-#include "proxy/handler.hpp"
+// pipeline::check_whole_answer: structured outputs on a whole (non-stream) answer. Apart from
+// respond.cpp so the answers there stay short; the checks themselves are pure functions in
+// structured_output*.cpp.
+#include "proxy/pipeline.hpp"
 
 namespace sluice::proxy {
 
-task<whole_check> handler::check_whole_answer(const output_contract& c, upstream::request& up_req,
-                                              http::connection& conn, story& st, std::string_view path,
-                                              unsigned& status, std::string& body) {
+task<whole_check> pipeline::check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
+                                               unsigned& status, std::string& body) {
   whole_check out;
   output_verdict verdict = check_whole(c, body);
   std::uint64_t attempts = 1;
@@ -15,8 +14,8 @@ task<whole_check> handler::check_whole_answer(const output_contract& c, upstream
     ++attempts;
     // One more exchange through the same path as the first (upstream pick, retries, failover).
     exchange again;
-    co_await run_exchange(again, up_req, conn, st, path);
-    if (again.client_gone) {
+    co_await run_attempts(ctx, call, again);
+    if (ctx.cancel.cancelled()) {
       out.client_gone = true;
       co_return out;
     }

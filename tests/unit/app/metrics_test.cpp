@@ -1,5 +1,7 @@
 #include "observability/metrics.hpp"
 
+#include "app/gateway.hpp"
+
 #include <gtest/gtest.h>
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
@@ -17,8 +19,36 @@
 #include <stdexcept>
 #include <thread>
 
+// Moved from tests/unit/observability when the central gateway_metrics struct became one metrics
+// struct per component (request, stream, admission, server, upstream, schema cache): the whole
+// exposition now exists only where the composition root registers them all, so these tests build
+// an app::gateway (not started) and read its registry.
 namespace sluice::obs {
 namespace {
+
+// The gateway's whole exposition, as `sluice serve` registers it: upstreams by name (none: the
+// default one), max-streams 256, a 512 MiB memory budget.
+struct exposition {
+  std::unique_ptr<app::gateway> gw;
+  explicit exposition(std::vector<std::string> upstreams = {}) {
+    app::serve_options o;
+    for (auto& n : upstreams) {
+      routing::upstream_spec s;
+      s.name = n;
+      s.url = "http://127.0.0.1:9";
+      o.routing.upstreams.push_back(s);
+    }
+    o.admission.max_streams = 256;
+    o.admission.memory_limit = 512ull * 1024 * 1024;
+    o.http.threads = 1;
+    gw = std::make_unique<app::gateway>(o, "");
+  }
+  metrics_registry& reg() { return gw->metrics(); }
+  proxy::request_metrics& req() { return gw->request_stats(); }
+  proxy::stream_metrics& streams() { return gw->stream_stats(); }
+  proxy::upstream_metrics& upstreams() { return gw->upstream_stats(); }
+};
+
 
 // One parsed sample line of the text format: name{k="v",...} value
 struct sample {
@@ -94,6 +124,26 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_overhead_seconds", "histogram"},
     {"sluice_tokens_total", "counter"},
     {"sluice_upstream_requests_total", "counter"},
+    // Registered beside them by the upstream and schema-cache components (no longer a separate
+    // collectable next to a central struct; every component is one now).
+    {"sluice_upstream_circuit_state", "gauge"},
+    {"sluice_upstream_circuit_opens_total", "counter"},
+    {"sluice_upstream_outstanding_requests", "gauge"},
+    {"sluice_upstream_healthy", "gauge"},
+    {"sluice_upstream_engine_saturated", "gauge"},
+    {"sluice_upstream_ratelimit_remaining", "gauge"},
+    {"sluice_upstream_retries_total", "counter"},
+    {"sluice_upstream_holds_total", "counter"},
+    {"sluice_upstream_hold_seconds_total", "counter"},
+    {"sluice_usage_chunks_stripped_total", "counter"},
+    {"sluice_schema_cache_hits_total", "counter"},
+    {"sluice_schema_cache_misses_total", "counter"},
+    {"sluice_schema_cache_evictions_total", "counter"},
+    {"sluice_schema_cache_expirations_total", "counter"},
+    {"sluice_schema_cache_compile_errors_total", "counter"},
+    {"sluice_schema_cache_compile_seconds_total", "counter"},
+    {"sluice_schema_cache_entries", "gauge"},
+    {"sluice_schema_cache_bytes", "gauge"},
     {"process_cpu_seconds_total", "counter"},
     {"process_open_fds", "gauge"},
     {"process_max_fds", "gauge"},
@@ -103,8 +153,8 @@ const std::map<std::string, std::string> expected_families = {
 };
 
 TEST(metrics_registry, serializes_every_family_with_help_and_type) {
-  metrics_registry reg;
-  const std::string text = reg.serialize();
+  exposition e;
+  const std::string text = e.reg().serialize();
   for (const auto& [name, type] : expected_families) {
     EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
     EXPECT_NE(text.find("# TYPE " + name + " " + type + "\n"), std::string::npos) << name;
@@ -124,20 +174,28 @@ TEST(metrics_registry, serializes_every_family_with_help_and_type) {
 }
 
 TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
-  metrics_registry reg({"openai", "local-vllm"});
-  auto& g = reg.gateway();
+  exposition e({"openai", "local-vllm"});
+  auto& reg = e.reg();
   // Touch a few series so the test also covers values written at run time.
-  g.requests_total(route::responses, outcome::timeout).Increment();
-  g.upstream_requests_total(1, 418).Increment();
-  g.upstream_requests_total(0, 0).Increment();
-  g.overhead_seconds(stage::connect).observe(0.0004);
+  e.req().requests_total(route::responses, outcome::timeout).Increment();
+  e.upstreams().responded(1, 418);
+  e.upstreams().responded(0, 0);
+  e.req().overhead_seconds(stage::connect).observe(0.0004);
 
   std::set<std::string> statuses;
   for (int code : {200, 400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 201, 418, 599, 0, 302})
     statuses.emplace(upstream_status_label(code));
+  // The upstream component's families label retries and holds by their own reasons, and budgets by
+  // kind: bounded enums as well.
+  auto reasons = names_of(all_reject_reasons);
+  for (std::size_t k = 0; k < proxy::retry_reason_count; ++k)
+    reasons.emplace(proxy::to_string(static_cast<proxy::retry_reason>(k)));
+  for (std::size_t k = 0; k < proxy::hold_reason_count; ++k)
+    reasons.emplace(proxy::to_string(static_cast<proxy::hold_reason>(k)));
   const std::map<std::string, std::set<std::string>> allowed = {
-      {"route", names_of(all_routes)}, {"outcome", names_of(all_outcomes)},    {"reason", names_of(all_reject_reasons)},
+      {"route", names_of(all_routes)}, {"outcome", names_of(all_outcomes)},    {"reason", reasons},
       {"stage", names_of(all_stages)}, {"upstream", {"openai", "local-vllm"}}, {"status", statuses},
+      {"kind", {"requests", "tokens"}},
   };
   const std::map<std::string, std::set<std::string>> direction_values = {
       {"sluice_tokens_total", names_of(all_directions)},
@@ -172,19 +230,19 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
 }
 
 TEST(metrics_registry, updates_show_up_in_the_exposition) {
-  metrics_registry reg({"a", "b"});
-  auto& g = reg.gateway();
-  g.requests_total(route::chat_completions, outcome::ok).Increment(3);
-  g.rejections_total(reject_reason::queue_full).Increment();
-  g.upstream_requests_total(1, 503).Increment(2);
-  g.upstream_requests_total(1, 0).Increment();
-  g.upstream_requests_total(0, 207).Increment();
-  g.tokens_total(direction::completion).Increment(120);
-  g.stream_bytes_total(byte_direction::downstream).Increment(4096);
-  g.max_streams().Set(256);
-  g.memory_budget_bytes().Set(512.0 * 1024 * 1024);
-  g.time_to_first_token_seconds().observe(0.3);
-  g.request_duration_seconds(route::completions).observe(1.7);
+  exposition e({"a", "b"});
+  auto& reg = e.reg();
+  e.req().requests_total(route::chat_completions, outcome::ok).Increment(3);
+  e.req().rejected(reject_reason::queue_full);
+  e.upstreams().responded(1, 503);
+  e.upstreams().responded(1, 503);
+  e.upstreams().responded(1, 0);
+  e.upstreams().responded(0, 207);
+  e.req().tokens_total(direction::completion).Increment(120);
+  e.streams().stream_bytes_total(byte_direction::downstream).add(4096);
+  // max-streams 256 and the 512 MiB budget are read from the admission component (config).
+  e.streams().time_to_first_token_seconds().observe(0.3);
+  e.req().request_duration_seconds(route::completions).observe(1.7);
 
   const auto s = parse_samples(reg.serialize());
   auto value = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
@@ -231,12 +289,23 @@ TEST(upstream_status, exact_codes_classes_and_transport_errors) {
 }
 
 TEST(gateway_metrics, rejects_bad_upstream_lists_and_indices) {
-  EXPECT_THROW(gateway_metrics({"a", "a"}), std::invalid_argument);
-  EXPECT_THROW(gateway_metrics({"a", ""}), std::invalid_argument);
-  gateway_metrics none(std::vector<std::string>{});
-  EXPECT_EQ(none.upstream_names(), std::vector<std::string>{"default"});
-  EXPECT_NO_THROW(none.upstream_requests_total(0, 200).Increment());
-  EXPECT_THROW(none.upstream_requests_total(1, 200), std::out_of_range);
+  // Upstream names are the router's, which config validation keeps unique and non-empty; an index
+  // past them is ignored rather than counted somewhere else.
+  app::serve_options dup;
+  for (int i = 0; i < 2; ++i) {
+    routing::upstream_spec s;
+    s.name = "a";
+    s.url = "http://127.0.0.1:9";
+    dup.routing.upstreams.push_back(s);
+  }
+  EXPECT_THROW(app::gateway(dup, ""), std::invalid_argument);
+  exposition none;
+  EXPECT_NO_THROW(none.upstreams().responded(0, 200));
+  EXPECT_NO_THROW(none.upstreams().responded(1, 200));
+  const auto s = parse_samples(none.reg().serialize());
+  const sample* p = find(s, "sluice_upstream_requests_total", {{"upstream", "default"}, {"status", "200"}});
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->value, 1);
 }
 
 TEST(gateway_metrics, enum_names_are_the_label_values) {
@@ -256,8 +325,10 @@ TEST(gateway_metrics, enum_names_are_the_label_values) {
 }
 
 TEST(gateway_metrics, hot_path_updates_from_many_threads_are_exact) {
-  metrics_registry reg;
-  auto& g = reg.gateway();
+  exposition e;
+  auto& reg = e.reg();
+  auto& g = e.req();
+  auto& st = e.streams();
   constexpr int threads = 4, per_thread = 20000;
   std::atomic<bool> stop{false};
   // A scraper runs alongside, as in production.
@@ -266,20 +337,21 @@ TEST(gateway_metrics, hot_path_updates_from_many_threads_are_exact) {
   });
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&g] {
+    pool.emplace_back([&g, &st] {
       for (int i = 0; i < per_thread; ++i) {
         g.requests_total(route::chat_completions, outcome::ok).Increment();
-        g.inter_token_seconds().observe(0.02);
-        g.streams_active().Increment();
-        g.streams_active().Decrement();
+        st.inter_token_seconds().observe(0.02);
+        auto in_flight = st.streams_active().enter();
+        st.stream_bytes_total(byte_direction::upstream).add(3);
       }
     });
   for (auto& th : pool) th.join();
   stop = true;
   scraper.join();
   EXPECT_EQ(g.requests_total(route::chat_completions, outcome::ok).Value(), threads * per_thread);
-  EXPECT_EQ(g.inter_token_seconds().count(), static_cast<std::uint64_t>(threads * per_thread));
-  EXPECT_EQ(g.streams_active().Value(), 0.0);
+  EXPECT_EQ(st.inter_token_seconds().count(), static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_EQ(st.streams_active().value(), 0u);
+  EXPECT_EQ(st.stream_bytes_total(byte_direction::upstream).value(), 3u * threads * per_thread);
 }
 
 // A component's own metrics struct, as a later feature would write it.
@@ -291,7 +363,7 @@ struct cache_metrics final : prometheus::Collectable {
 };
 
 TEST(metrics_registry, added_collectables_are_held_weakly) {
-  metrics_registry reg;
+  metrics_registry reg;  // an empty registry: only what is added
   auto cache = std::make_shared<cache_metrics>();
   cache->hits.Increment(7);
   reg.add_collectable(cache);
@@ -318,10 +390,11 @@ struct impostor final : prometheus::Collectable {
 };
 
 TEST(metrics_registry, a_reused_family_name_is_dropped_not_duplicated) {
-  metrics_registry reg;
+  // The gateway's components register first; a later collectable reusing one of their names loses.
+  exposition e;
+  auto& reg = e.reg();
   auto bad = std::make_shared<impostor>();
   reg.add_collectable(bad);
-  reg.gateway().queue_depth().Set(3);
   const std::string text = reg.serialize();
   EXPECT_EQ(text.find("impostor"), std::string::npos);
   const auto s = parse_samples(text);
@@ -329,7 +402,7 @@ TEST(metrics_registry, a_reused_family_name_is_dropped_not_duplicated) {
   for (const auto& x : s)
     if (x.name == "sluice_queue_depth") {
       ++n;
-      EXPECT_EQ(x.value, 3);
+      EXPECT_EQ(x.value, 0);  // the admission component's (nobody queued), not the impostor's 999
     }
   EXPECT_EQ(n, 1);
 }
@@ -351,7 +424,8 @@ TEST(metrics_registry, callback_metrics_are_read_at_scrape_time) {
 }
 
 TEST(metrics_registry, callback_metric_names_are_checked) {
-  metrics_registry reg;
+  exposition e;  // the components' names are taken
+  auto& reg = e.reg();
   auto one = [] { return 1.0; };
   EXPECT_FALSE(reg.add_callback_gauge("bad name", "h", one));
   EXPECT_FALSE(reg.add_callback_gauge("sluice_queue_depth", "taken by the gateway", one));
@@ -368,12 +442,12 @@ TEST(metrics_registry, callback_metric_names_are_checked) {
 TEST(metrics_registry, passes_promtool_check_metrics) {
   const char* promtool = "/usr/bin/promtool";
   if (::access(promtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
-  metrics_registry reg({"openai", "vllm"});
-  auto& g = reg.gateway();
-  g.requests_total(route::chat_completions, outcome::ok).Increment();
-  g.queue_wait_seconds().observe(0.01);
-  g.overhead_seconds(stage::parse).observe(0.00002);
-  ASSERT_TRUE(reg.add_callback_gauge("sluice_schema_cache_entries", "Schemas held in the cache.", [] { return 4.0; }));
+  exposition e({"openai", "vllm"});
+  auto& reg = e.reg();
+  e.req().requests_total(route::chat_completions, outcome::ok).Increment();
+  e.gw->admission_stats().queue_wait_seconds().observe(0.01);
+  e.req().overhead_seconds(stage::parse).observe(0.00002);
+  ASSERT_TRUE(reg.add_callback_gauge("sluice_test_entries", "Things held.", [] { return 4.0; }));
 
   const auto dir = std::filesystem::temp_directory_path();
   const auto base = dir / ("sluice_metrics_" + std::to_string(::getpid()));

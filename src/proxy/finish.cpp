@@ -1,0 +1,62 @@
+// pipeline::finish: the one place a request is logged and counted. Every request the pipeline
+// reads, and every one it could not read (reject), ends here exactly once: one log line (stream
+// completed / request completed / request refused) and one sample of sluice_requests_total, with
+// the same route, outcome and reason. Probes are counted but not logged.
+#include "observability/log.hpp"
+#include "proxy/pipeline.hpp"
+
+#include <cstdio>
+
+namespace sluice::proxy {
+
+std::string request_context::overhead_header() const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", overhead_seconds * 1000.0);
+  return buf;
+}
+
+void pipeline::finish(request_context& ctx) noexcept {
+  const request_end& end = ctx.end;
+  auto& m = cfg_.svc.requests;
+  const double total_s = std::chrono::duration<double>(runtime::steady::now() - ctx.start).count();
+  m.requests_total(ctx.route, end.outcome).Increment();
+  m.request_duration_seconds(ctx.route).observe(total_s);
+  if (end.rejection) m.rejected(*end.rejection);
+  if (end.kind == end_kind::stream) {
+    m.overhead_seconds(obs::stage::relay).observe(end.relay_overhead_seconds);
+    m.tokens_total(obs::direction::completion).Increment(static_cast<double>(end.tokens_out));
+    if (end.tokens_in) m.tokens_total(obs::direction::prompt).Increment(static_cast<double>(end.tokens_in));
+  }
+  if (ctx.route == obs::route::healthz || ctx.route == obs::route::readyz || ctx.route == obs::route::metrics) return;
+
+  obs::request_record rec;
+  rec.request_id = ctx.request_id;
+  rec.route = obs::to_string(ctx.route);
+  rec.upstream = end.upstream;
+  rec.outcome = obs::to_string(end.outcome);
+  rec.reason = end.reason;
+  rec.model = ctx.model;
+  rec.status = end.status;
+  rec.attempts = end.attempts;
+  rec.duration_ms = total_s * 1000.0;
+  rec.bytes_in = ctx.bytes_in;
+  rec.bytes_out = end.bytes_out;
+  switch (end.kind) {
+    case end_kind::stream:
+      rec.ttft_ms = end.first_event == runtime::steady::time_point{}
+                        ? 0.0
+                        : std::chrono::duration<double, std::milli>(end.first_event - ctx.start).count();
+      rec.overhead_ms = (ctx.overhead_seconds + end.relay_overhead_seconds) * 1000.0;
+      rec.tokens_in = end.tokens_in;
+      rec.tokens_out = end.tokens_out;
+      obs::log_stream_completed(rec);
+      break;
+    case end_kind::completed:
+      rec.overhead_ms = ctx.overhead_seconds * 1000.0;
+      obs::log_request_completed(rec);
+      break;
+    case end_kind::refused: obs::log_request_refused(rec); break;
+  }
+}
+
+}  // namespace sluice::proxy

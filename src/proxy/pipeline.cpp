@@ -1,0 +1,236 @@
+// The request story, phase by phase in the order a request meets them. Each phase either hands the
+// request on or answers it (an error, a refusal); every request, however it ends, reaches finish()
+// exactly once, at the end of handle() (or of reject(), for requests that could not be read).
+#include "proxy/pipeline.hpp"
+
+#include "http/error_response.hpp"
+#include "proxy/outcomes.hpp"
+#include "proxy/request_id.hpp"
+#include "proxy/upstream_request.hpp"
+
+namespace sluice::proxy {
+
+namespace {
+
+// The answer's share of a request's paced token cost when it names no max_tokens; settled against
+// the actual usage afterwards.
+constexpr std::uint64_t default_answer_tokens = 256;
+
+double seconds_since(runtime::steady::time_point t) {
+  return std::chrono::duration<double>(runtime::steady::now() - t).count();
+}
+
+std::string_view path_without_query(const http::request& req) {
+  std::string_view target = req.target();
+  if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  return target;
+}
+
+struct route_entry {
+  std::string_view path;
+  obs::route route;
+  api which;
+  bhttp::verb method;
+};
+// Every path the gateway serves; probes are answered by serve_probe, the rest go upstream.
+constexpr route_entry routes[] = {
+    {"/v1/chat/completions", obs::route::chat_completions, api::chat_completions, bhttp::verb::post},
+    {"/v1/completions", obs::route::completions, api::completions, bhttp::verb::post},
+    {"/v1/responses", obs::route::responses, api::responses, bhttp::verb::post},
+    {"/v1/models", obs::route::models, api::chat_completions, bhttp::verb::get},
+    {"/healthz", obs::route::healthz, api::chat_completions, bhttp::verb::get},
+    {"/readyz", obs::route::readyz, api::chat_completions, bhttp::verb::get},
+    {"/metrics", obs::route::metrics, api::chat_completions, bhttp::verb::get},
+};
+
+bool is_probe(obs::route r) {
+  return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
+}
+
+}  // namespace
+
+pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls) : cfg_(cfg) {
+  for (std::size_t i = 0; i < cfg.router.size(); ++i)
+    clients_.push_back(std::make_unique<upstream::client>(ex, cfg.upstream, cfg.router.at(i).target, tls));
+}
+
+bool pipeline::keep_alive(const http::request& req) const noexcept {
+  // While draining, ask every client to reconnect (to another replica) after this response.
+  return req.keep_alive() && !cfg_.svc.drain.draining.load(std::memory_order_relaxed);
+}
+
+// Kept to a small coroutine frame: this frame, like every frame on the way to the relay, lives as
+// long as the stream (GCC gives every temporary of every co_await its own slot), so the phases with
+// many awaits live in their own coroutines.
+task<bool> pipeline::handle(http::request req, http::connection& conn) {
+  request_context ctx(conn, req.version());
+  ctx.request_id = request_id_of(req);
+  ctx.bytes_in = req.body().size();
+  ctx.keep_alive = keep_alive(req);
+  co_await serve(ctx, req);
+  finish(ctx);
+  co_return ctx.keep_alive && ctx.end.written;
+}
+
+task<void> pipeline::reject(const error& e, http::connection& conn) {
+  // A request that could not be read (400/408/413/414/431): answered, logged and counted like any
+  // other, on the connection's last response.
+  request_context ctx(conn, 11);
+  ctx.request_id = request_id_or_new(conn.failed_request_id());
+  const auto why = e.code == errc::request_timeout ? obs::reject_reason::header_timeout
+                   : e.code == errc::payload_too_large || e.code == errc::header_too_large
+                       ? obs::reject_reason::too_large
+                       : obs::reject_reason::bad_request;
+  co_await refuse(ctx, e, why);
+  ctx.end.outcome = obs::outcome::client_error;  // the client's request was broken, not refused
+  finish(ctx);
+}
+
+task<void> pipeline::serve(request_context& ctx, http::request& req) {
+  if (auto bad = parse(ctx, req)) co_return co_await send_error(ctx, *bad);
+  if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, req);
+  // From here until the answer is written, a client that goes away cancels the request at once,
+  // in whatever phase it is: queued, held, backing off, exchanging or streaming.
+  auto watch = ctx.conn.watch_peer(ctx.cancel);
+  admission_ticket ticket;
+  if (!co_await authenticate(ctx, req, ticket)) co_return;
+  if (!co_await admit(ctx, ticket)) co_return;
+  co_await forward(ctx, req);
+}
+
+std::optional<error> pipeline::parse(request_context& ctx, const http::request& req) {
+  const std::string_view target = path_without_query(req);
+  const route_entry* r = nullptr;
+  for (const auto& e : routes)
+    if (e.path == target) r = &e;
+  if (!r)
+    return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
+                                            std::string(target) + ".");
+  ctx.route = r->route;
+  ctx.which = r->which;
+  ctx.path = std::string(r->path);
+  if (req.method() != r->method)
+    return error::make(errc::method_not_allowed, "Method " + std::string(req.method_string()) + " is not allowed on " +
+                                                     std::string(r->path) + "; use " +
+                                                     std::string(bhttp::to_string(r->method)) + ".");
+  if (r->method != bhttp::verb::post) return std::nullopt;
+
+  const auto parse_start = runtime::steady::now();
+  auto summary = validate_request(ctx.which, req.body());
+  const double parse_s = seconds_since(parse_start);
+  cfg_.svc.requests.overhead_seconds(obs::stage::parse).observe(parse_s);
+  ctx.overhead_seconds += parse_s;
+  if (!summary) return summary.err();
+  ctx.model = summary->model;
+  ctx.stream = summary->stream;
+  ctx.include_usage = summary->include_usage;
+  // Paced cost before sending: about 4 bytes per prompt token, plus what the answer may use.
+  ctx.token_estimate =
+      summary->prompt_chars / 4 + (summary->max_tokens ? summary->max_tokens : default_answer_tokens);
+  if (cfg_.schemas) {  // structured outputs: policy + compiled schema, a 400 before anything goes upstream
+    auto contract = make_output_contract(ctx.which, std::move(summary->output_schema),
+                                         {req[schema_policy_header], req[schema_events_header]}, *cfg_.schema,
+                                         *cfg_.schemas);
+    if (!contract) return contract.err();
+    ctx.contract = std::move(*contract);
+  }
+  return std::nullopt;
+}
+
+task<bool> pipeline::authenticate(request_context& ctx, const http::request& req, admission_ticket& t) {
+  auto* keys = cfg_.svc.keys;
+  if (!keys) co_return true;
+  const auto start = runtime::steady::now();
+  auto it = req.find(bhttp::field::authorization);
+  auto who = keys->authenticate_header(it == req.end() ? std::string_view{} : std::string_view(it->value()));
+  if (!who) {
+    // The message never repeats what the client sent.
+    ctx.keep_alive = false;
+    co_await refuse(ctx, error::make(errc::unauthorized, "Incorrect or missing API key. Pass a sluice client key as Bearer."),
+                    obs::reject_reason::unauthorized);
+    co_return false;
+  }
+  auto got = keys->try_acquire(*who);
+  const double took_s = seconds_since(start);
+  cfg_.svc.requests.overhead_seconds(obs::stage::ratelimit).observe(took_s);
+  ctx.overhead_seconds += took_s;
+  if (auto* refusal = std::get_if<admission::rate_refusal>(&got)) {
+    bhttp::fields extra;
+    extra.set(bhttp::field::retry_after, std::to_string(refusal->retry_after.count()));
+    if (refusal->headers) {
+      extra.set("x-ratelimit-limit-requests", std::to_string(refusal->headers->limit));
+      extra.set("x-ratelimit-remaining-requests", std::to_string(refusal->headers->remaining));
+      extra.set("x-ratelimit-reset-requests", refusal->headers->reset);
+    }
+    co_await refuse(ctx,
+                    error::make(errc::rate_limited, refusal->which == admission::rate_limit_kind::rpm
+                                                        ? "Rate limit reached for requests per minute on this key."
+                                                        : "Too many concurrent requests on this key."),
+                    obs::reject_reason::rate_limit, &extra);
+    co_return false;
+  }
+  t.key = std::move(std::get<admission::key_permit>(got));
+  co_return true;
+}
+
+task<bool> pipeline::admit(request_context& ctx, admission_ticket& t) {
+  auto& svc = cfg_.svc;
+  const auto reserve = svc.admission_opts.per_stream_reservation;
+  const auto start = runtime::steady::now();
+  // A free slot (the common case) is taken at once, without a wait; otherwise the request queues,
+  // cancelled by the client's watch if the client leaves.
+  admission::acquire_result got;
+  if (auto now = svc.admission.try_admit_now(reserve)) got = std::move(*now);
+  else if (ctx.cancel.cancelled()) got = admission::refused{admission::refusal::cancelled};
+  else got = co_await svc.admission.acquire(reserve, ctx.cancel.slot());  // no co_await in a ?: (GCC 12)
+  const double took_s = seconds_since(start);
+  svc.requests.overhead_seconds(obs::stage::queue).observe(took_s);
+  ctx.overhead_seconds += took_s;
+  if (auto* p = std::get_if<admission::permit>(&got)) {
+    t.slot = std::move(*p);
+    co_return true;
+  }
+  const auto& refused = std::get<admission::refused>(got);
+  if (refused.why == admission::refusal::cancelled) {  // the client left while queued
+    ctx.end.outcome = obs::outcome::cancelled;
+    ctx.end.reason = to_string(cancel_reason::client_gone);
+    co_return false;
+  }
+  bhttp::fields extra;
+  extra.set(bhttp::field::retry_after, std::to_string(refused.retry_after.count()));
+  co_await refuse(ctx, admission_error(refused.why), reject_reason_of(refused.why), &extra);
+  co_return false;
+}
+
+task<void> pipeline::forward(request_context& ctx, http::request& req) {
+  auto in_flight = cfg_.svc.streams.streams_active().enter();
+  const auto& ro = cfg_.router.settings();
+  const bool may_inject = ctx.stream && !ctx.include_usage && ro.usage != routing::usage_mode::never &&
+                          (ctx.which == api::chat_completions || ctx.which == api::completions) &&
+                          ctx.route != obs::route::models;
+  upstream_call call = make_upstream_call(req, ctx.request_id, ctx.stream, cfg_.svc.keys == nullptr, may_inject);
+  exchange x;
+  co_await run_attempts(ctx, call, x);
+  if (ctx.cancel.cancelled()) {
+    ctx.end.outcome = obs::outcome::cancelled;
+    ctx.end.reason = to_string(ctx.cancel.reason());
+    ctx.end.attempts = x.attempts;
+    co_return;
+  }
+  if (!ctx.contract || ctx.stream || !ctx.contract->keeps_request_body()) {  // kept for a structured-output retry
+    call.req.body().clear();
+    call.req.body().shrink_to_fit();
+    std::string().swap(call.alternate_body);
+  }
+  if (!x.response) co_return co_await send_failure(ctx, x);
+  if (x.is_sse()) {
+    // Nothing of either request is needed while the stream runs: give their headers back now
+    // (they would otherwise stay allocated for the stream's whole life).
+    req = http::request{};
+    call.req = upstream::request{};
+    co_return co_await relay_stream(ctx, x, call.usage_injected);
+  }
+  co_await answer_whole(ctx, x, call);
+}
+
+}  // namespace sluice::proxy

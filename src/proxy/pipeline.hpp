@@ -1,0 +1,103 @@
+// proxy::pipeline: the request story of one worker thread, as phases in call order (pipeline.cpp):
+// parse, authenticate and limit, admit, exchange (the attempt loop, attempts.cpp), respond (a
+// relayed stream or a whole answer, respond.cpp), finish (one log line and one count per request,
+// finish.cpp). The probe endpoints sit beside it (probes.cpp). Owns that thread's upstream clients
+// (and so their keep-alive pools); everything shared is read-only or thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "http/server.hpp"
+#include "proxy/attempts.hpp"
+#include "proxy/options.hpp"
+#include "proxy/relay.hpp"
+#include "proxy/request_context.hpp"
+#include "proxy/services.hpp"
+#include "proxy/structured_output.hpp"
+#include "routing/router.hpp"
+#include "runtime/watchdog.hpp"
+#include "upstream/client.hpp"
+
+namespace sluice::proxy {
+
+namespace bhttp = boost::beast::http;
+
+// Read-only after start-up; shared by every worker thread's pipeline.
+struct shared_config {
+  const options& proxy;
+  const upstream::options& upstream;
+  routing::router& router;  // the upstreams (targets, keys, circuits, pacing) and the pick
+  services& svc;
+  // Structured outputs: the schema-* settings and the process-wide compiled-schema cache (null: off).
+  const schema_options* schema = nullptr;
+  schema::schema_cache* schemas = nullptr;
+};
+
+// Held for the whole upstream exchange: the per-key slot, then the global slot (+ memory).
+struct admission_ticket {
+  std::optional<admission::key_permit> key;
+  admission::permit slot;
+};
+
+class pipeline final : public http::request_handler {
+ public:
+  pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls);
+
+  task<bool> handle(http::request req, http::connection& conn) override;
+  task<void> reject(const error& e, http::connection& conn) override;
+
+  // This thread's client for upstream i (its keep-alive pool).
+  upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
+  // The watchdog of this pipeline's thread (owned by its http::server); relays register with it.
+  void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
+
+ private:
+  // --- the phases (pipeline.cpp) ---
+  task<void> serve(request_context& ctx, http::request& req);
+  // Route, method, body: fills ctx or returns the 400/404/405 to answer.
+  std::optional<error> parse(request_context& ctx, const http::request& req);
+  // Client key and its limits; answers the 401/429 itself (false).
+  task<bool> authenticate(request_context& ctx, const http::request& req, admission_ticket& t);
+  // A slot from the bounded queue (or the memory shed); answers the refusal itself (false).
+  task<bool> admit(request_context& ctx, admission_ticket& t);
+  // The attempt loop, then the answer: an error, a relayed stream or a whole body.
+  task<void> forward(request_context& ctx, http::request& req);
+  // The one place a request is logged and counted (finish.cpp).
+  void finish(request_context& ctx) noexcept;
+
+  // --- the attempt loop (attempts.cpp) ---
+  task<void> run_attempts(request_context& ctx, upstream_call& call, exchange& x);
+  // An upstream for the next attempt, holding while every candidate is busy; false: stop (x says
+  // why: a failure to send, or the request was cancelled).
+  task<bool> pick_or_hold(request_context& ctx, exchange& x, attempt_state& st);
+  task<attempt_outcome> attempt(request_context& ctx, upstream_call& call, exchange& x);
+
+  // --- answers (respond.cpp) ---
+  task<void> send_error(request_context& ctx, const error& e, const bhttp::fields* extra = nullptr);
+  task<void> refuse(request_context& ctx, const error& e, obs::reject_reason why, const bhttp::fields* extra = nullptr);
+  task<void> send_json(request_context& ctx, bhttp::status status, std::string body, std::string_view content_type);
+  task<void> send_failure(request_context& ctx, exchange& x);
+  task<void> answer_whole(request_context& ctx, exchange& x, upstream_call& call);
+  task<void> relay_stream(request_context& ctx, exchange& x, bool usage_injected);
+  // A finished stream: the upstream's health and budget, and how the request ended.
+  void account_stream(request_context& ctx, exchange& x, const relay_result& result);
+  task<bool> write_stream_head(request_context& ctx, exchange& x);
+  // Structured outputs on a whole 2xx answer: the verdict and, under `retry`, new exchanges while
+  // it is invalid; `status`/`body` become the last attempt's (respond_structured.cpp).
+  task<whole_check> check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
+                                       unsigned& status, std::string& body);
+
+  // --- the probes (probes.cpp) ---
+  task<void> serve_probe(request_context& ctx, const http::request& req);
+
+  bool keep_alive(const http::request& req) const noexcept;
+
+  const shared_config& cfg_;
+  std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools
+  runtime::watchdog* watchdog_ = nullptr;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,76 @@
+// request_context: one request's state from its head to its log line: who asked (id, route, API),
+// what the body said, what the gateway spent on it, how it is cancelled, and how it ended (the
+// request_end that finish() logs and counts exactly once). Made by the pipeline for each request,
+// it lives in the pipeline's coroutine frame for the request's whole life (a stream's too: keep
+// it small). One thread: the connection's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "http/connection.hpp"
+#include "observability/metrics.hpp"
+#include "proxy/cancel.hpp"
+#include "proxy/request_validation.hpp"
+#include "proxy/structured_output.hpp"
+#include "runtime/watchdog.hpp"
+
+namespace sluice::proxy {
+
+// Which of the three log lines a request writes (observability/log.hpp).
+enum class end_kind : std::uint8_t { completed, stream, refused };
+
+// How a request ended: filled in by the phase that answered it, read by finish().
+struct request_end {
+  end_kind kind = end_kind::completed;
+  int status = 0;                                 // the HTTP status sent to the client (0: none)
+  obs::outcome outcome = obs::outcome::ok;
+  std::string_view reason;                        // a static label: refusal, error code, "client_gone"
+  std::optional<obs::reject_reason> rejection;    // counted in sluice_rejections_total
+  std::string upstream;                           // the upstream that answered ("" if none)
+  unsigned attempts = 0;                          // upstream attempts made
+  runtime::steady::time_point first_event{};      // streams: the first content event
+  double relay_overhead_seconds = 0;
+  std::uint64_t tokens_in = 0;
+  std::uint64_t tokens_out = 0;
+  std::uint64_t bytes_out = 0;
+  bool written = false;                           // the answer reached the client whole
+};
+
+struct request_context {
+  request_context(http::connection& c, unsigned http_version) : conn(c), version(http_version) {}
+  request_context(const request_context&) = delete;
+  request_context& operator=(const request_context&) = delete;
+
+  http::connection& conn;
+  std::string request_id;
+  obs::route route = obs::route::other;
+  api which = api::chat_completions;
+  std::string path;  // the upstream path: /v1/chat/completions, /v1/models, ...
+  unsigned version;
+  bool keep_alive = false;
+  runtime::steady::time_point start = runtime::steady::now();
+  std::uint64_t bytes_in = 0;
+
+  // What the body said (parse).
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;          // the client asked for stream_options.include_usage
+  std::uint64_t token_estimate = 0;    // paced cost: prompt estimate + max tokens
+  std::optional<output_contract> contract;  // structured outputs: the schema the output must follow
+
+  double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered
+  request_cancel cancel;
+  request_end end;
+
+  // The model the router picks upstreams for ("" for /v1/models: every upstream serves it).
+  std::string_view model_for_routing() const noexcept {
+    return route == obs::route::models ? std::string_view{} : std::string_view(model);
+  }
+  // x-sluice-overhead-ms: overhead_seconds in milliseconds, three decimals.
+  std::string overhead_header() const;
+};
+
+}  // namespace sluice::proxy

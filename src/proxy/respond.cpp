@@ -1,0 +1,228 @@
+// The answers: an error or a refusal, a small JSON body, the failure an exchange ended with, a whole
+// upstream answer, and a relayed stream. Each records how the request ended in ctx.end; finish()
+// logs and counts it.
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+
+#include "http/error_response.hpp"
+#include "proxy/outcomes.hpp"
+#include "proxy/pipeline.hpp"
+#include "proxy/relay.hpp"
+#include "proxy/upstream_request.hpp"
+
+namespace sluice::proxy {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view attempts_header = "x-sluice-attempts";
+constexpr std::string_view upstream_header = "x-sluice-upstream";
+
+// A non-2xx upstream body becomes the client's error body: kept when already OpenAI-shaped.
+std::string upstream_error_body(unsigned status, const std::string& body) {
+  unsigned char stack[4096];
+  json::monotonic_resource mr(stack, sizeof stack);
+  error_code ec;
+  json::value v = json::parse(body, ec, &mr);
+  if (!ec && v.is_object() && v.get_object().contains("error") && v.get_object().at("error").is_object()) return body;
+  error e = error::make(errc::upstream_status, "upstream returned HTTP " + std::to_string(status));
+  e.upstream_status = static_cast<int>(status);
+  return http::error_body(e);
+}
+
+// prompt + completion tokens from a whole answer's `usage` (chat, completions, responses).
+std::optional<std::uint64_t> usage_total(std::string_view body) {
+  unsigned char stack[8192];
+  json::monotonic_resource mr(stack, sizeof stack);
+  error_code ec;
+  json::value v = json::parse(body, ec, &mr);
+  if (ec || !v.is_object()) return std::nullopt;
+  const auto* usage = v.get_object().if_contains("usage");
+  if (!usage || !usage->is_object()) return std::nullopt;
+  if (const auto* t = usage->get_object().if_contains("total_tokens"); t && t->is_int64() && t->get_int64() >= 0)
+    return static_cast<std::uint64_t>(t->get_int64());
+  return std::nullopt;
+}
+
+template <class Message>
+void stamp(Message& m, const request_context& ctx) {
+  m.set("x-request-id", ctx.request_id);
+  m.set("x-sluice-overhead-ms", ctx.overhead_header());
+}
+
+}  // namespace
+
+task<void> pipeline::send_error(request_context& ctx, const error& e, const bhttp::fields* extra) {
+  auto res = http::make_error_response(e, ctx.version, ctx.keep_alive);
+  stamp(res, ctx);
+  if (extra)
+    for (const auto& f : *extra) res.set(f.name_string(), f.value());
+  auto& end = ctx.end;
+  end.kind = end.attempts > 0 ? end_kind::completed : end_kind::refused;  // refused: no upstream tried
+  end.status = static_cast<int>(res.result_int());
+  end.outcome = outcome_of_error(e);
+  end.reason = reason_of(e);
+  end.bytes_out = res.body().size();
+  auto w = co_await ctx.conn.write(res);
+  end.written = w.has_value();
+}
+
+task<void> pipeline::refuse(request_context& ctx, const error& e, obs::reject_reason why, const bhttp::fields* extra) {
+  co_await send_error(ctx, e, extra);
+  ctx.end.kind = end_kind::refused;
+  ctx.end.outcome = obs::outcome::rejected;
+  ctx.end.reason = obs::to_string(why);
+  ctx.end.rejection = why;
+}
+
+task<void> pipeline::send_json(request_context& ctx, bhttp::status status, std::string body,
+                               std::string_view content_type) {
+  http::response res{status, ctx.version};
+  res.set(bhttp::field::content_type, content_type);
+  stamp(res, ctx);
+  res.body() = std::move(body);
+  res.keep_alive(ctx.keep_alive);
+  res.prepare_payload();
+  ctx.end.status = static_cast<int>(status);
+  ctx.end.outcome = outcome_of_status(static_cast<unsigned>(status));
+  ctx.end.bytes_out = res.body().size();
+  auto w = co_await ctx.conn.write(res);
+  ctx.end.written = w.has_value();
+}
+
+task<void> pipeline::send_failure(request_context& ctx, exchange& x) {
+  bhttp::fields extra = std::move(x.failure_headers);
+  if (x.attempts) extra.set(attempts_header, std::to_string(x.attempts));
+  ctx.end.attempts = x.attempts;
+  co_await send_error(ctx, *x.failure, &extra);
+}
+
+task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_call& call) {
+  unsigned status = x.status;
+  std::string body = std::move(*x.body);
+  auto& end = ctx.end;
+  end.attempts = x.attempts;
+  if (x.lease) end.upstream = x.lease.upstream().spec.name;
+  if (status / 100 == 2 && x.lease && x.lease.upstream().pace.has_token_budget()) {
+    if (auto used = usage_total(body)) x.lease.settle(*used, runtime::steady::now());
+  }
+  std::string ctype(x.response->head()[bhttp::field::content_type]);
+  whole_check output_check;  // structured outputs: check a whole 2xx answer (retry: ask again)
+  if (ctx.contract && status / 100 == 2) {
+    output_check = co_await check_whole_answer(ctx, *ctx.contract, call, status, body);
+    if (output_check.client_gone) {
+      end.outcome = obs::outcome::cancelled;
+      end.reason = to_string(cancel_reason::client_gone);
+      co_return;
+    }
+    if (output_check.failure) {
+      bhttp::fields extra;
+      for (const auto& [k, v] : output_check.headers) extra.set(k, v);
+      extra.set(attempts_header, std::to_string(x.attempts));
+      co_return co_await send_error(ctx, *output_check.failure, &extra);
+    }
+  }
+  http::response res{static_cast<bhttp::status>(status), ctx.version};
+  res.set(bhttp::field::content_type, ctype.empty() ? std::string_view("application/json") : std::string_view(ctype));
+  stamp(res, ctx);
+  res.set(attempts_header, std::to_string(x.attempts));
+  if (!end.upstream.empty()) res.set(upstream_header, end.upstream);
+  for (const auto& f : x.response->head())
+    if (passback(f.name_string())) res.set(f.name_string(), f.value());
+  for (const auto& [k, v] : output_check.headers) res.set(k, v);
+  if (status / 100 != 2) {
+    res.body() = upstream_error_body(status, body);
+    res.set(bhttp::field::content_type, "application/json");
+    end.reason = to_string(errc::upstream_status);
+  } else {
+    res.body() = std::move(body);
+  }
+  res.keep_alive(ctx.keep_alive);
+  res.prepare_payload();
+  end.kind = end_kind::completed;
+  end.status = static_cast<int>(status);
+  end.outcome = outcome_of_status(status);
+  end.bytes_out = res.body().size();
+  auto w = co_await ctx.conn.write(res);
+  end.written = w.has_value();
+}
+
+task<bool> pipeline::write_stream_head(request_context& ctx, exchange& x) {
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), ctx.version};
+  head.set(bhttp::field::content_type, "text/event-stream");
+  head.set(bhttp::field::cache_control, "no-cache");
+  head.set("x-accel-buffering", "no");
+  stamp(head, ctx);
+  head.set(attempts_header, std::to_string(x.attempts));
+  head.set(upstream_header, x.lease.upstream().spec.name);
+  for (const auto& f : x.response->head())
+    if (passback(f.name_string())) head.set(f.name_string(), f.value());
+  head.keep_alive(ctx.keep_alive);
+  if (x.response->has_buffered_body()) {
+    // The first events came with the upstream's head: the head goes out with them, in one write
+    // (the relay writes a held head alone before it waits for more).
+    ctx.conn.hold_head(head);
+    co_return true;
+  }
+  auto w = co_await ctx.conn.write_head(head);
+  co_return w.has_value();
+}
+
+// Frames on the way to the relay live as long as the stream: the head is written by its own
+// coroutine, the accounting after it is a plain function, so this frame holds little but the relay.
+task<void> pipeline::relay_stream(request_context& ctx, exchange& x, bool usage_injected) {
+  sse_relay relay(ctx.conn, *x.response, ctx.cancel, cfg_.proxy, cfg_.svc, ctx.start);
+  if (watchdog_) relay.watch(*watchdog_);
+  relay.set_deadline(ctx.start + cfg_.router.settings().request_timeout);
+  if (usage_injected) relay.strip_usage_chunk();
+  std::unique_ptr<stream_check> output_check;  // structured outputs, fed by the relay's own parse
+  if (ctx.contract && ctx.contract->checks_streams()) {
+    output_check = std::make_unique<stream_check>(*ctx.contract);
+    relay.set_output_check(output_check.get());
+  }
+  if (ctx.which == api::responses) relay.end_on_response_completed();
+  if (co_await write_stream_head(ctx, x)) co_await relay.run();
+  else relay.client_left_before_head();
+  account_stream(ctx, x, relay.result());
+}
+
+void pipeline::account_stream(request_context& ctx, exchange& x, const relay_result& result) {
+  // The upstream's health and budget: a stream that broke on the upstream's side counts against it.
+  const auto now = runtime::steady::now();
+  if (result.completed) {
+    x.lease.succeeded();
+  } else if (result.failure && !result.client_gone) {
+    auto c = result.failure->code;
+    if (c == errc::upstream_timeout || c == errc::upstream_protocol || c == errc::upstream_connect) x.lease.failed(now);
+  }
+  if (result.prompt_tokens + result.completion_tokens > 0)
+    x.lease.settle(result.prompt_tokens + result.completion_tokens, now);
+  if (result.usage_stripped) cfg_.svc.upstreams.usage_stripped();
+
+  auto& end = ctx.end;
+  end.kind = end_kind::stream;
+  end.status = static_cast<int>(x.status);
+  end.upstream = x.lease.upstream().spec.name;
+  end.attempts = x.attempts;
+  if (result.completed) {
+    end.outcome = obs::outcome::ok;
+  } else if (result.client_gone) {
+    end.outcome = obs::outcome::cancelled;
+    end.reason = to_string(cancel_reason::client_gone);
+  } else if (result.failure) {
+    end.outcome = outcome_of_stream_failure(*result.failure);
+    end.reason = reason_of(*result.failure);
+  } else {
+    end.outcome = obs::outcome::upstream_error;
+  }
+  end.first_event = result.first_event;
+  end.relay_overhead_seconds = result.relay_overhead_seconds;
+  end.tokens_in = result.prompt_tokens;
+  // Without a usage report, content events stand in for completion tokens (one token each).
+  end.tokens_out = result.completion_tokens ? result.completion_tokens : result.content_events;
+  end.bytes_out = result.bytes_out;
+  end.written = result.completed && !result.client_gone && !result.failure;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,86 @@
+#include "proxy/upstream_request.hpp"
+
+#include <cctype>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+namespace sluice::proxy {
+
+namespace json = boost::json;
+namespace bhttp = boost::beast::http;
+
+namespace {
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+}  // namespace
+
+bool forwardable(std::string_view name) {
+  if (starts_with_ci(name, "x-sluice-") || starts_with_ci(name, "x-request-id") || starts_with_ci(name, "x-forwarded-"))
+    return false;
+  return starts_with_ci(name, "openai-") || starts_with_ci(name, "x-");
+}
+
+bool passback(std::string_view name) {
+  return starts_with_ci(name, "x-ratelimit-") || starts_with_ci(name, "retry-after") ||
+         starts_with_ci(name, "openai-");
+}
+
+std::string with_usage_requested(const std::string& body) {
+  error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return {};
+  auto& o = v.get_object();
+  json::object so;
+  if (auto* existing = o.if_contains("stream_options"); existing && existing->is_object()) so = existing->get_object();
+  so["include_usage"] = true;
+  o["stream_options"] = std::move(so);
+  return json::serialize(v);
+}
+
+upstream_call make_upstream_call(http::request& client, std::string_view request_id, bool stream, bool pass_through,
+                                 bool may_inject_usage) {
+  upstream_call call;
+  auto& up = call.req;
+  up.method(client.method());
+  up.version(11);
+  for (const auto& f : client)
+    if (forwardable(f.name_string())) up.set(f.name_string(), f.value());
+  if (pass_through) {
+    // No sluice client keys: the client's key is the upstream's. (With client keys, the client's
+    // key is sluice's own: never sent on.)
+    if (auto it = client.find(bhttp::field::authorization); it != client.end()) call.client_authorization = it->value();
+  }
+  up.set("x-request-id", request_id);
+  if (client.method() == bhttp::verb::post) {
+    up.set(bhttp::field::content_type, "application/json");
+    up.body() = std::move(client.body());
+  }
+  up.set(bhttp::field::accept, stream ? "text/event-stream" : "application/json");
+  call.may_inject_usage = may_inject_usage;
+  return call;
+}
+
+void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
+                     routing::usage_mode mode) {
+  auto& req = call.req;
+  req.target(u.target.base_path + std::string(path));
+  if (!u.authorization.empty()) req.set(bhttp::field::authorization, u.authorization);
+  else if (!call.client_authorization.empty()) req.set(bhttp::field::authorization, call.client_authorization);
+  else req.erase(bhttp::field::authorization);
+  if (!call.may_inject_usage) return;
+  // Ask for usage where a token budget is to be settled; the relay strips it again.
+  const bool want = mode == routing::usage_mode::always || u.pace.has_token_budget();
+  if (want == call.usage_injected) return;
+  if (want && call.alternate_body.empty()) call.alternate_body = with_usage_requested(req.body());
+  if (!call.alternate_body.empty()) {
+    std::swap(req.body(), call.alternate_body);
+    call.usage_injected = want;
+  }
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,36 @@
+// The upstream request a client's request becomes: which client headers go on (an allow-list),
+// the body, and what changes per attempt (the target path under the upstream's base, the
+// Authorization sluice or the client supplies, the body variant that asks for usage). Pure
+// functions over Beast messages; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "http/types.hpp"
+#include "proxy/attempts.hpp"
+#include "routing/options.hpp"
+#include "routing/router.hpp"
+
+namespace sluice::proxy {
+
+// Client headers worth passing on: OpenAI's own and custom x- headers, never hop-by-hop ones,
+// never the client's credentials, never sluice's own controls.
+bool forwardable(std::string_view name);
+// Upstream response headers worth passing back to the client.
+bool passback(std::string_view name);
+
+// The call for `client` (its body is moved out). `pass_through`: no client keys are configured,
+// so the client's own Authorization is the upstream's key (kept for upstreams without a key).
+upstream_call make_upstream_call(http::request& client, std::string_view request_id, bool stream, bool pass_through,
+                                 bool may_inject_usage);
+
+// What one attempt on `u` sends: the path under u's base, u's key (or the client's, or none), and
+// under usage injection the body variant that asks for usage when u has a token budget to settle.
+void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
+                     routing::usage_mode mode);
+
+// The body with stream_options.include_usage set; empty when it cannot be rewritten.
+std::string with_usage_requested(const std::string& body);
+
+}  // namespace sluice::proxy
