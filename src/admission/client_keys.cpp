@@ -48,38 +48,7 @@ std::optional<std::uint64_t> parse_count(std::string_view s) {
   return v;
 }
 
-// GCRA parameters for `rpm` requests per minute: one token every `interval`, bursts of `rpm`.
-std::chrono::nanoseconds emission_interval(std::uint64_t rpm) {
-  return std::chrono::nanoseconds(std::chrono::nanoseconds(std::chrono::minutes(1)).count() /
-                                  static_cast<std::int64_t>(rpm));
-}
-
 }  // namespace
-
-std::string format_openai_duration(duration d) {
-  using namespace std::chrono;
-  if (d <= duration::zero()) return "0s";
-  // Rounded up to the millisecond: "resets in 0.3ms" should not read as "0s" (already reset).
-  auto total_ms = duration_cast<milliseconds>(d).count();
-  if (duration_cast<milliseconds>(d) < d) ++total_ms;
-  if (total_ms < 1000) return std::to_string(total_ms) + "ms";
-  auto h = total_ms / 3'600'000;
-  auto m = (total_ms / 60'000) % 60;
-  auto s = (total_ms / 1000) % 60;
-  auto frac = total_ms % 1000;
-  std::string out;
-  if (h > 0) out += std::to_string(h) + "h";
-  if (h > 0 || m > 0) out += std::to_string(m) + "m";
-  out += std::to_string(s);
-  if (frac > 0) {
-    std::string f = std::to_string(frac);
-    f.insert(0, 3 - f.size(), '0');
-    while (f.back() == '0') f.pop_back();
-    out += "." + f;
-  }
-  out += "s";
-  return out;
-}
 
 std::string_view to_string(rate_limit_kind k) noexcept {
   return k == rate_limit_kind::concurrency ? "concurrency" : "rpm";
@@ -124,6 +93,7 @@ result<void> client_keys::add_line(client_keys& out, std::string_view line, std:
   e->name = f.size() == 4 ? std::string(f[3]) : "key-" + std::to_string(line_no);
   e->max_streams = *max_streams;
   e->rpm = *rpm;
+  if (e->rpm != 0) e->requests.emplace(e->rpm, out.now_());
   for (const auto& k : out.keys_)
     if (CRYPTO_memcmp(k->digest.data(), e->digest.data(), e->digest.size()) == 0)
       return error::make(errc::bad_request, where + "duplicate key (also '" + k->name + "')");
@@ -183,39 +153,30 @@ result<key_handle> client_keys::authenticate_header(std::string_view authorizati
   return authenticate(trim(v.substr(scheme.size())));
 }
 
-std::optional<rate_headers> client_keys::headers_locked(const detail::key_entry& e, clock::time_point now) const {
-  if (e.rpm == 0) return std::nullopt;
-  auto interval = emission_interval(e.rpm);
-  auto backlog = std::max(e.tat - now, clock::duration::zero());
-  // Tokens in use = backlog / interval, rounded up: a partly refilled token is not available.
-  auto used = static_cast<std::uint64_t>((backlog + interval - std::chrono::nanoseconds(1)) / interval);
-  return rate_headers{e.rpm, e.rpm - std::min(used, e.rpm), format_openai_duration(backlog)};
+std::optional<rate_headers> client_keys::headers_locked(const detail::key_entry& e) {
+  if (!e.requests) return std::nullopt;
+  const auto& b = *e.requests;
+  return rate_headers{b.limit(), b.remaining(), format_openai_duration(b.time_until_full())};
 }
 
 std::variant<key_permit, rate_refusal> client_keys::try_acquire(const key_handle& key) {
   auto& e = *key.entry_;
   auto now = now_();
   std::lock_guard lock(e.mu);
+  // A thread that read the clock earlier but locked later refills nothing (the bucket ignores a
+  // clock going backwards) and is charged at the later time, which only errs strict.
+  if (e.requests) e.requests->refill(now);
   if (e.max_streams != 0 && e.in_use.load(std::memory_order_acquire) >= e.max_streams) {
     // We cannot know when one of the key's streams ends; a second is a polite minimum.
-    return rate_refusal{rate_limit_kind::concurrency, std::chrono::seconds(1), headers_locked(e, now)};
+    return rate_refusal{rate_limit_kind::concurrency, std::chrono::seconds(1), headers_locked(e)};
   }
-  if (e.rpm != 0) {
-    // GCRA (a token bucket kept as one timestamp): each request pushes the theoretical arrival
-    // time `tat` one interval later; a request is allowed while tat - now <= one minute - interval,
-    // i.e. bursts of up to rpm requests, refilled at rpm per minute.
-    auto interval = emission_interval(e.rpm);
-    auto tolerance = std::chrono::nanoseconds(std::chrono::minutes(1)) - interval;
-    auto tat = std::max(e.tat, now);
-    if (tat - now > tolerance) {
-      auto wait = (tat - tolerance) - now;
-      auto secs = std::chrono::ceil<std::chrono::seconds>(wait);
-      return rate_refusal{rate_limit_kind::rpm, std::max(secs, std::chrono::seconds(1)), headers_locked(e, now)};
-    }
-    e.tat = tat + interval;
+  // A burst of up to rpm requests, refilled at rpm per minute.
+  if (e.requests && !e.requests->try_take(1)) {
+    auto secs = std::chrono::ceil<std::chrono::seconds>(e.requests->time_until(1));
+    return rate_refusal{rate_limit_kind::rpm, std::max(secs, std::chrono::seconds(1)), headers_locked(e)};
   }
   e.in_use.fetch_add(1, std::memory_order_acq_rel);
-  return key_permit(&e, headers_locked(e, now));
+  return key_permit(&e, headers_locked(e));
 }
 
 }  // namespace sluice::admission

@@ -19,19 +19,18 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/openai_duration.hpp"
+#include "core/token_bucket.hpp"
 #include "core/units.hpp"
 
 namespace sluice::admission {
-
-// A duration the way OpenAI's x-ratelimit-reset-* headers write it (Go's time.Duration format,
-// to the millisecond): "0s", "250ms", "1s", "1.5s", "6m0s", "1h2m3s".
-std::string format_openai_duration(duration d);
 
 // The x-ratelimit-*-requests header values for one key (absent when the key has no rpm limit).
 struct rate_headers {
   std::uint64_t limit = 0;      // x-ratelimit-limit-requests
   std::uint64_t remaining = 0;  // x-ratelimit-remaining-requests
-  std::string reset;            // x-ratelimit-reset-requests: until the bucket is full again
+  std::string reset;            // x-ratelimit-reset-requests: until the bucket is full again, written
+                                // by format_openai_duration (core/openai_duration.hpp)
 };
 
 namespace detail {
@@ -41,8 +40,8 @@ struct key_entry {
   std::uint64_t max_streams = 0;           // 0 = no per-key cap
   std::uint64_t rpm = 0;                   // 0 = no per-key rate
   std::atomic<std::uint64_t> in_use{0};
-  std::mutex mu;                           // guards tat
-  std::chrono::steady_clock::time_point tat{};  // GCRA theoretical arrival time
+  std::mutex mu;                           // guards requests
+  std::optional<token_bucket> requests;    // rpm per minute; absent when rpm is 0
 };
 }  // namespace detail
 
@@ -127,7 +126,7 @@ class client_keys {
 
  private:
   static result<void> add_line(client_keys& out, std::string_view line, std::size_t line_no);
-  std::optional<rate_headers> headers_locked(const detail::key_entry& e, clock::time_point now) const;
+  static std::optional<rate_headers> headers_locked(const detail::key_entry& e);
 
   now_fn now_;
   std::vector<std::unique_ptr<detail::key_entry>> keys_;

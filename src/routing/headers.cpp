@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/openai_duration.hpp"
+
 namespace sluice::routing {
 
 namespace {
@@ -20,7 +22,7 @@ std::optional<double> number(const boost::beast::http::fields& f, std::string_vi
 std::optional<duration> reset(const boost::beast::http::fields& f, std::string_view name) {
   auto it = f.find(name);
   if (it == f.end()) return std::nullopt;
-  return parse_reset(it->value());
+  return parse_openai_duration(it->value());
 }
 
 }  // namespace

@@ -1,114 +1,109 @@
 #include "routing/pacer.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <string>
 
 namespace sluice::routing {
+namespace {
 
-std::optional<duration> parse_reset(std::string_view text) {
-  if (text.empty() || text.size() > 64) return std::nullopt;
-  double total_ns = 0;
-  std::size_t i = 0;
-  bool any = false;
-  while (i < text.size()) {
-    std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-    if (i == start) return std::nullopt;
-    std::string num(text.substr(start, i - start));
-    char* end = nullptr;
-    double v = std::strtod(num.c_str(), &end);
-    if (end != num.c_str() + num.size() || v < 0) return std::nullopt;
-    std::size_t ustart = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-    std::string_view unit = text.substr(ustart, i - ustart);
-    double scale;
-    if (unit == "h") scale = 3600e9;
-    else if (unit == "m") scale = 60e9;
-    else if (unit == "s" || unit.empty()) scale = 1e9;  // a bare number is seconds (retry-after style)
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "us") scale = 1e3;
-    else if (unit == "ns") scale = 1;
-    else return std::nullopt;
-    if (unit.empty() && i != text.size()) return std::nullopt;
-    total_ns += v * scale;
-    any = true;
-  }
-  if (!any || total_ns > 86400e9 * 7) return std::nullopt;  // a week: nonsense beyond
-  return duration(static_cast<std::int64_t>(total_ns));
+// A header's count as whole units: a fraction is rounded down (the cautious side for a limit and
+// for a remaining), anything beyond what a bucket keeps is the most it keeps.
+std::uint64_t whole_units(double v) {
+  if (!(v > 0)) return 0;
+  return v >= static_cast<double>(token_bucket::max_limit) ? token_bucket::max_limit : static_cast<std::uint64_t>(v);
 }
 
-pacer::pacer(std::uint64_t rpm, std::uint64_t tpm, time_point now) : last_(now) {
-  if (rpm) requests_.set_limit(static_cast<double>(rpm));
-  if (tpm) tokens_.set_limit(static_cast<double>(tpm));
+// An upstream telling a limit: learned (the bucket starts full, like a fresh upstream's) or changed.
+void learn(std::optional<token_bucket>& b, const std::optional<double>& limit, time_point now) {
+  if (!limit || !(*limit > 0)) return;
+  if (b) b->set_limit(whole_units(*limit));
+  else b.emplace(whole_units(*limit), now);
+}
+
+// The upstream's count is the truth it will enforce; ours may only be lower (requests we have
+// sent since that response was produced are already charged here, not yet there).
+void lower(std::optional<token_bucket>& b, const std::optional<double>& remaining) {
+  if (b && remaining) b->lower_to(whole_units(*remaining));
+}
+
+// "Full again in <reset>": refill at least that fast (a per-minute limit refills over a minute,
+// but an upstream may say it recovers sooner).
+void pace_from(std::optional<token_bucket>& b, const std::optional<double>& remaining,
+               const std::optional<duration>& reset) {
+  if (!b || !remaining || !reset || reset->count() <= 0) return;
+  const double limit = static_cast<double>(b->limit());
+  const double reset_s = std::chrono::duration<double>(*reset).count();
+  const double per_minute = (limit - std::min(*remaining, limit)) * 60.0 / reset_s;
+  // Within 10% of the per-minute rate is rounding in the reset text, not a faster upstream:
+  // erring fast by a hair would let a request through that the upstream then refuses. Rounded
+  // down to whole units per minute for the same reason; set_rate caps what is absurdly fast.
+  const double fastest = static_cast<double>(token_bucket::max_limit) * 60e6;
+  b->set_rate(per_minute > 1.1 * limit ? static_cast<std::uint64_t>(std::min(per_minute, fastest)) : b->limit());
+}
+
+}  // namespace
+
+pacer::pacer(std::uint64_t rpm, std::uint64_t tpm, time_point now) {
+  if (rpm) requests_.emplace(rpm, now);
+  if (tpm) tokens_.emplace(tpm, now);
 }
 
 void pacer::refill_locked(time_point now) {
-  if (now <= last_) return;
-  double s = std::chrono::duration<double>(now - last_).count();
-  requests_.refill(s);
-  tokens_.refill(s);
-  last_ = now;
+  if (requests_) requests_->refill(now);
+  if (tokens_) tokens_->refill(now);
 }
 
-double pacer::wait_locked(std::uint64_t tokens, time_point now) const {
-  double wait = std::max(requests_.wait_for(1), tokens_.wait_for(static_cast<double>(tokens)));
-  if (blocked_until_ > now) wait = std::max(wait, std::chrono::duration<double>(blocked_until_ - now).count());
+duration pacer::wait_locked(std::uint64_t tokens, time_point now) const {
+  duration wait = duration::zero();
+  if (requests_) wait = std::max(wait, requests_->time_until(1));
+  // A cost above the whole limit waits for a full bucket only, then goes into debt (below): the
+  // cost is an estimate (max_tokens is a ceiling, not a use), so whether the request is too large
+  // is for the upstream to say; the debt then holds back what follows. (The simulator, playing
+  // the upstream, refuses such a cost outright: can_take rather than time_until.)
+  if (tokens_) wait = std::max(wait, tokens_->time_until(tokens));
+  if (blocked_until_ > now) wait = std::max<duration>(wait, blocked_until_ - now);
   return wait;
 }
 
 std::optional<duration> pacer::try_reserve(std::uint64_t tokens, time_point now) {
   std::lock_guard lk(mu_);
   refill_locked(now);
-  double wait = wait_locked(tokens, now);
-  if (wait > 0) return std::chrono::duration_cast<duration>(std::chrono::duration<double>(wait));
-  if (requests_.limit > 0) requests_.level -= 1;
-  if (tokens_.limit > 0) tokens_.level -= static_cast<double>(tokens);  // may go below 0 for a big one
+  auto wait = wait_locked(tokens, now);
+  if (wait > duration::zero()) return wait;
+  if (requests_) requests_->take(1);
+  if (tokens_) tokens_->take(tokens);  // may go below 0 for a big one
   return std::nullopt;
 }
 
 std::optional<duration> pacer::wait_time(std::uint64_t tokens, time_point now) {
   std::lock_guard lk(mu_);
   refill_locked(now);
-  double wait = wait_locked(tokens, now);
-  if (wait <= 0) return std::nullopt;
-  return std::chrono::duration_cast<duration>(std::chrono::duration<double>(wait));
+  auto wait = wait_locked(tokens, now);
+  if (wait <= duration::zero()) return std::nullopt;
+  return wait;
 }
 
 void pacer::refund(std::uint64_t tokens, time_point now) {
   std::lock_guard lk(mu_);
   refill_locked(now);
-  if (requests_.limit > 0) requests_.level = std::min(requests_.limit, requests_.level + 1);
-  if (tokens_.limit > 0) tokens_.level = std::min(tokens_.limit, tokens_.level + static_cast<double>(tokens));
+  if (requests_) requests_->give_back(1);
+  if (tokens_) tokens_->give_back(tokens);
 }
 
 void pacer::settle(std::uint64_t estimated, std::uint64_t actual, time_point now) {
   std::lock_guard lk(mu_);
   refill_locked(now);
-  if (tokens_.limit == 0) return;
-  tokens_.level = std::min(tokens_.limit, tokens_.level + static_cast<double>(estimated) - static_cast<double>(actual));
+  if (!tokens_) return;
+  if (actual > estimated) tokens_->take(actual - estimated);
+  else tokens_->give_back(estimated - actual);
 }
 
 void pacer::observe(const ratelimit_headers& h, time_point now) {
   std::lock_guard lk(mu_);
   refill_locked(now);
-  if (h.limit_requests && *h.limit_requests > 0) requests_.set_limit(*h.limit_requests);
-  if (h.limit_tokens && *h.limit_tokens > 0) tokens_.set_limit(*h.limit_tokens);
-  // The upstream's count is the truth it will enforce; ours may only be lower (requests we have
-  // sent since that response was produced are already charged here, not yet there).
-  if (h.remaining_requests && requests_.limit > 0) requests_.level = std::min(requests_.level, *h.remaining_requests);
-  if (h.remaining_tokens && tokens_.limit > 0) tokens_.level = std::min(tokens_.level, *h.remaining_tokens);
-  // "Full again in <reset>": refill at least that fast (a per-minute limit refills over a minute,
-  // but an upstream may say it recovers sooner).
-  auto pace_from = [](bucket& b, const std::optional<double>& remaining, const std::optional<duration>& reset) {
-    if (b.limit <= 0 || !remaining || !reset || reset->count() <= 0) return;
-    double s = std::chrono::duration<double>(*reset).count();
-    double said = (b.limit - std::min(*remaining, b.limit)) / s;
-    // Within 10% of the per-minute rate is rounding in the reset text, not a faster upstream:
-    // erring fast by a hair would let a request through that the upstream then refuses.
-    b.per_second = said > 1.1 * b.limit / 60.0 ? said : b.limit / 60.0;
-  };
+  learn(requests_, h.limit_requests, now);
+  learn(tokens_, h.limit_tokens, now);
+  lower(requests_, h.remaining_requests);
+  lower(tokens_, h.remaining_tokens);
   pace_from(requests_, h.remaining_requests, h.reset_requests);
   pace_from(tokens_, h.remaining_tokens, h.reset_tokens);
   if (h.retry_after) blocked_until_ = std::max(blocked_until_, now + *h.retry_after);
@@ -121,13 +116,15 @@ void pacer::block_until(time_point until) {
 
 bool pacer::has_token_budget() const {
   std::lock_guard lk(mu_);
-  return tokens_.limit > 0;
+  return tokens_.has_value();
 }
 
 pacer_snapshot pacer::snapshot(time_point now) {
   std::lock_guard lk(mu_);
   refill_locked(now);
-  return {requests_.limit, requests_.level, tokens_.limit, tokens_.level, blocked_until_};
+  auto limit = [](const std::optional<token_bucket>& b) { return b ? static_cast<double>(b->limit()) : 0.0; };
+  auto level = [](const std::optional<token_bucket>& b) { return b ? b->level() : 0.0; };
+  return {limit(requests_), level(requests_), limit(tokens_), level(tokens_), blocked_until_};
 }
 
 }  // namespace sluice::routing

@@ -1,26 +1,22 @@
 // pacer: one upstream's request and token budgets, so sluice spends them itself instead of
-// provoking 429s. Two token buckets (requests, tokens) seeded from config and refilled continuously
-// over a minute, like OpenAI's limits; re-synchronised from the upstream's own
+// provoking 429s. Two token buckets (requests, tokens; core/token_bucket.hpp) seeded from config and
+// refilled continuously over a minute, like OpenAI's limits; re-synchronised from the upstream's own
 // x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers; blocked outright until a 429's
 // retry-after has passed. A request reserves one request and its estimated tokens before it is
 // sent; the estimate is settled against the actual usage afterwards. The clock is a parameter.
 // Thread-safe (one small mutex per upstream).
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <string_view>
 
+#include "core/token_bucket.hpp"
 #include "core/units.hpp"
 #include "routing/circuit_breaker.hpp"
 
 namespace sluice::routing {
-
-// OpenAI's reset format: "1s", "6m0s", "20ms", "1m30.5s", "2h0m0s" (also a bare number of seconds).
-std::optional<duration> parse_reset(std::string_view text);
 
 // What an upstream response said about its limits; absent fields were absent or unreadable.
 struct ratelimit_headers {
@@ -61,33 +57,12 @@ class pacer {
   pacer_snapshot snapshot(time_point now);
 
  private:
-  struct bucket {
-    double limit = 0;  // 0: unlimited / unknown
-    double level = 0;
-    double per_second = 0;
-    void set_limit(double l) {
-      if (limit == 0) level = l;
-      limit = l;
-      per_second = l / 60.0;
-      if (level > limit) level = limit;
-    }
-    void refill(double seconds) {
-      if (limit == 0) return;
-      level = std::min(limit, level + seconds * per_second);
-    }
-    // Seconds until `amount` is available (0 when it is); amounts above the limit wait for a full bucket.
-    double wait_for(double amount) const {
-      if (limit == 0) return 0;
-      double need = std::min(amount, limit) - level;
-      return need <= 0 ? 0 : need / per_second;
-    }
-  };
   void refill_locked(time_point now);
-  double wait_locked(std::uint64_t tokens, time_point now) const;
+  duration wait_locked(std::uint64_t tokens, time_point now) const;
 
   mutable std::mutex mu_;
-  bucket requests_, tokens_;
-  time_point last_{};
+  // Absent while that limit is unknown (neither configured nor learned yet): nothing to pace.
+  std::optional<token_bucket> requests_, tokens_;
   time_point blocked_until_{};
 };
 

@@ -66,8 +66,11 @@ std::chrono::steady_clock::time_point schema_cache::now() const {
   return opts_.clock ? opts_.clock() : std::chrono::steady_clock::now();
 }
 
-result<std::shared_ptr<const compiled_schema>> schema_cache::get_or_compile(const boost::json::value& schema) {
+result<std::shared_ptr<const compiled_schema>> schema_cache::get_or_compile(const boost::json::value& schema,
+                                                                            compile_purpose purpose) {
   std::string text = canonical_json(schema);
+  // JSON text never starts with a letter other than t/f/n, so the prefix cannot collide with a key.
+  if (purpose == compile_purpose::check_only) text.insert(0, "check:");
   const std::uint64_t h = std::hash<std::string_view>{}(text);
   shard& s = *shards_[(h ^ (h >> 29)) % shards_.size()];
   std::shared_ptr<shard::flight> mine;
@@ -105,7 +108,7 @@ result<std::shared_ptr<const compiled_schema>> schema_cache::get_or_compile(cons
 
   // Compile outside the lock: other schemas in this shard stay servable meanwhile.
   auto t0 = std::chrono::steady_clock::now();
-  compile_result r = compile(schema, opts_.limits);
+  compile_result r = compile(schema, opts_.limits, purpose);
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   compiles_.fetch_add(1, std::memory_order_relaxed);
   compile_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);

@@ -2,7 +2,8 @@
 // same schema from any thread or client shares one entry. Bounded by entries and by estimated
 // bytes (LRU eviction), optional TTL, sharded (one mutex per shard), and single-flight: concurrent
 // first requests for one schema compile it once. Thread-safe; entries are shared_ptr, so eviction
-// never invalidates a validator in use.
+// never invalidates a validator in use. One set of compile_limits per cache (fixed for its life), so
+// the limits need no place in the key; the compile_purpose does have one.
 #pragma once
 
 #include <atomic>
@@ -25,7 +26,7 @@ struct cache_options {
   std::size_t max_bytes = 64 * 1024 * 1024;  // estimated compiled size + canonical text
   std::chrono::nanoseconds ttl{0};           // 0: entries never expire
   std::size_t shards = 16;                   // capped at max_entries; caps are split evenly
-  compile_limits limits{};
+  compile_limits limits{};                   // every schema is compiled under these
   // Time source for the TTL (a seam for tests); empty means std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };
@@ -53,7 +54,10 @@ class schema_cache {
 
   // The compiled schema for `schema`, compiling it (once, however many threads ask) on a miss.
   // A refused schema is an error (errc::bad_request with a JSON pointer in param) and is not cached.
-  result<std::shared_ptr<const compiled_schema>> get_or_compile(const boost::json::value& schema);
+  // The same schema compiled for another purpose is another entry: a check_only program must
+  // never be handed out for validation.
+  result<std::shared_ptr<const compiled_schema>> get_or_compile(const boost::json::value& schema,
+                                                                compile_purpose purpose = compile_purpose::validate);
 
   cache_stats snapshot() const;
   const cache_options& options() const noexcept { return opts_; }

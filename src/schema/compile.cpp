@@ -1,7 +1,8 @@
 // compile(): schema JSON -> detail::program (the compiler's driver: compiler.hpp). One node per
 // subschema, reserved before its keywords are read so that recursive references find it; keywords
 // are handed to their family (compile_keywords.cpp), local $refs are resolved once every node
-// exists, and type-only anyOf branches are folded into a mask.
+// exists, the depth through $ref targets is checked (compile_depth.cpp), and type-only anyOf
+// branches are folded into a mask.
 #include <charconv>
 #include <memory>
 #include <string>
@@ -38,6 +39,7 @@ result<void> compiler::run() {
   if (!root) return std::move(root).err();
   if (auto r = resolve_refs(); !r) return r;
   if (auto r = check_in_place_graph(p_, lim_); !r) return r;
+  if (auto r = check_resolved_depth(); !r) return r;
   fold_type_unions();
   return ok;
 }
@@ -106,29 +108,37 @@ result<std::uint32_t> compiler::compile_schema(const json::value& v, const std::
     std::size_t child_depth = descends(k) ? depth + 1 : depth;
     if (is_annotation(k)) continue;
     if (k == "$schema") {
+      // A schema only checked (check_only) may name another dialect: tool schemas often say draft 7.
+      if (check_only_ && !is_root) continue;
       if (!is_root) return refuse("$schema is only supported at the root", kp);
       if (!val.is_string()) return refuse("$schema must be a string", kp);
       std::string_view s = val.get_string();
-      if (s != draft_2020_12 && s != std::string(draft_2020_12) + "#")
+      if (!check_only_ && s != draft_2020_12 && s != std::string(draft_2020_12) + "#")
         return refuse("only JSON Schema draft 2020-12 is supported", kp);
     } else if (k == "$id") {
+      if (check_only_ && !is_root) continue;
       if (!is_root) return refuse("$id is only supported at the root", kp);
     } else if (k == "$defs") {
       if (!val.is_object()) return refuse("$defs must be an object", kp);
       for (const auto& d : val.get_object()) {
-        auto r = compile_schema(d.value(), kp + "/" + escape_token(d.key()), depth);
+        std::string dp = kp + "/" + escape_token(d.key());
+        if (add_chars(code_points(d.key()))) return too_many_chars(dp);
+        auto r = compile_schema(d.value(), dp, depth);
         if (!r) return std::move(r).err();
       }
     } else if (k == "$ref") {
       if (!val.is_string()) return refuse("$ref must be a string", kp);
       n.flags |= f_inplace;
+      has_refs_ = true;
       refs_.push_back({idx, std::string(val.get_string()), kp});
     } else {
       auto known = assertion_keyword(n, k, val, kp, has_contains);
       if (known && !*known) known = subschema_keyword(n, k, val, kp, child_depth);
       if (known && !*known) known = object_keyword(n, k, val, kp, child_depth, names);
       if (!known) return std::move(known).err();
-      if (!*known) return refuse("unsupported keyword \"" + std::string(k) + "\"", kp);
+      // Unknown keywords are annotations in JSON Schema; only a schema that is checked, never
+      // validated against, may treat them so (a validator that ignored one would pass what it forbids).
+      if (!*known && !check_only_) return refuse("unsupported keyword \"" + std::string(k) + "\"", kp);
     }
   }
   if (n.if_ != no_node) {
@@ -139,6 +149,7 @@ result<std::uint32_t> compiler::compile_schema(const json::value& v, const std::
   }
   if (n.types & t_integer && !(n.types & t_number)) n.flags |= f_integer_only;
   if (auto r = build_key_table(n, names, path); !r) return r.err();
+  for (std::uint32_t c : names.unmatched) side_children_.emplace_back(idx, c);
   p_.nodes[idx] = std::move(n);
   return idx;
 }
@@ -173,6 +184,30 @@ result<void> compiler::resolve_refs() {
   return ok;
 }
 
+error compiler::too_many_chars(const std::string& pointer) const {
+  return refuse("schema has more than " + std::to_string(lim_.max_total_chars) +
+                    " characters in property names, definition names and enum/const values",
+                pointer);
+}
+
+std::size_t code_points(std::string_view s) noexcept {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+std::size_t string_chars(const json::value& v) noexcept {
+  std::size_t n = 0;
+  if (v.is_string()) {
+    n = code_points(v.get_string());
+  } else if (v.is_array()) {
+    for (const auto& e : v.get_array()) n += string_chars(e);
+  } else if (v.is_object()) {
+    for (const auto& kv : v.get_object()) n += code_points(kv.key()) + string_chars(kv.value());
+  }
+  return n;
+}
+
 bool compiler::is_container_keyword(std::string_view t) {
   return t == "properties" || t == "patternProperties" || t == "$defs" || t == "dependentRequired";
 }
@@ -194,10 +229,12 @@ const json::value* compiler::step(const json::value& v, const std::string& token
 using detail::compiler;
 using detail::program;
 
-result<std::shared_ptr<const compiled_schema>> compile(const json::value& schema, const compile_limits& limits) {
+result<std::shared_ptr<const compiled_schema>> compile(const json::value& schema, const compile_limits& limits,
+                                                       compile_purpose purpose) {
   if (auto r = detail::check_shape(schema, limits); !r) return std::move(r).err();
   auto p = std::make_unique<program>();
-  compiler c(schema, limits, *p);
+  p->check_only = purpose == compile_purpose::check_only;
+  compiler c(schema, limits, purpose, *p);
   if (auto r = c.run(); !r) return std::move(r).err();
   p->nodes.shrink_to_fit();
   p->indices.shrink_to_fit();

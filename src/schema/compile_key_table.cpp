@@ -13,16 +13,31 @@ result<void> compiler::build_key_table(node& n, const member_names& names, const
   std::map<std::string, key_entry> table;
   for (const auto& [name, node_idx] : names.properties) table[name].prop = node_idx;
   std::vector<std::string> tracked;
+  // Names that only required/dependentRequired mention count as properties of their own (and
+  // towards max_total_chars); a name `properties` declares was counted there once already, so a
+  // strict schema, which lists every property in `required`, is not counted twice.
+  std::size_t new_names = 0, new_chars = 0;
   auto track = [&](const std::string& name) -> std::uint32_t {
     key_entry& e = table[name];
     if (e.tracked == no_node) {
       e.tracked = static_cast<std::uint32_t>(tracked.size());
       tracked.push_back(name);
+      if (e.prop == no_node) ++new_names, new_chars += code_points(name);
     }
     return e.tracked;
   };
+  auto count_new = [&](const char* keyword) -> result<void> {
+    properties_ += new_names;
+    if (properties_ > lim_.max_properties)
+      return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties",
+                    path + "/" + keyword);
+    if (add_chars(new_chars)) return too_many_chars(path + "/" + keyword);
+    new_names = new_chars = 0;
+    return ok;
+  };
   std::vector<std::uint32_t> req;
   for (const auto& r : names.required) req.push_back(track(r));
+  if (auto r = count_new("required"); !r) return r;
   std::vector<dependency> deps;
   for (const auto& [trigger, needs] : names.dependent) {
     dependency d{track(trigger), {}};
@@ -31,9 +46,7 @@ result<void> compiler::build_key_table(node& n, const member_names& names, const
     d.needs = append(p_.indices, ns);
     deps.push_back(d);
   }
-  properties_ += tracked.size();
-  if (properties_ > lim_.max_properties)
-    return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties", path);
+  if (auto r = count_new("dependentRequired"); !r) return r;
   n.required = append(p_.indices, req);
   for (const std::uint32_t t : req) {
     if (t < 64) n.required_mask |= std::uint64_t{1} << t;

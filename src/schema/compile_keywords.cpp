@@ -25,12 +25,18 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
     if (enum_values_ > lim_.max_enum_values)
       return refuse("schema has more than " + std::to_string(lim_.max_enum_values) + " enum values", kp);
     std::vector<value_hash> hs;
-    for (const auto& e : val.get_array()) hs.push_back(hash_json(e));
+    std::size_t i = 0;
+    for (const auto& e : val.get_array()) {
+      if (add_chars(string_chars(e))) return too_many_chars(kp + "/" + std::to_string(i));
+      ++i;
+      hs.push_back(hash_json(e));
+    }
     std::sort(hs.begin(), hs.end());
     n.enum_values = append(p_.hashes, hs);
     n.has_enum = true;
     n.flags |= f_enum;
   } else if (k == "const") {
+    if (add_chars(string_chars(val))) return too_many_chars(kp);
     n.has_const = true;
     n.const_hash = hash_json(val);
     n.flags |= f_enum;
@@ -62,6 +68,10 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
     else n.max_properties = c, n.flags |= f_object;
   } else if (k == "pattern") {
     if (!val.is_string()) return refuse("pattern must be a string", kp);
+    if (check_only_) {  // nothing is matched against it: only its size is bounded, no regex is built
+      if (auto c = check_pattern_length(val.get_string(), kp, lim_); !c) return std::move(c).err();
+      return true;
+    }
     auto r = compile_regex(val.get_string(), kp, lim_, p_);
     if (!r) return std::move(r).err();
     n.pattern = *r;
@@ -69,6 +79,7 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
   } else if (k == "format") {
     if (!val.is_string()) return refuse("format must be a string", kp);
     auto f = parse_format(val.get_string());
+    if (f == format_kind::none && check_only_) return true;  // an annotation where nothing is validated
     if (f == format_kind::none)
       return refuse("unsupported format \"" + std::string(val.get_string()) + "\"", kp);
     n.format = f;
@@ -86,10 +97,12 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
 // additionalProperties, propertyNames and the in-place applicators. False when k is none of them.
 result<bool> compiler::subschema_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp,
                                          std::size_t child_depth) {
-  if (k == "items" || k == "contains" || k == "additionalProperties" || k == "propertyNames" ||
-             k == "not" || k == "if" || k == "then" || k == "else") {
-    if (k == "items" && val.is_array())
-      return refuse("array-form items is draft 7; use prefixItems (draft 2020-12)", kp);
+  // Draft 7's array form of items is prefixItems by another name: checked as such where nothing is
+  // validated, refused where the difference (additionalItems) would be silently lost.
+  const bool tuple_items = k == "items" && val.is_array();
+  if (tuple_items && !check_only_) return refuse("array-form items is draft 7; use prefixItems (draft 2020-12)", kp);
+  if (!tuple_items && (k == "items" || k == "contains" || k == "additionalProperties" || k == "propertyNames" ||
+                       k == "not" || k == "if" || k == "then" || k == "else")) {
     auto r = compile_schema(val, kp, child_depth);
     if (!r) return std::move(r).err();
     std::uint32_t c = *r;
@@ -101,7 +114,7 @@ result<bool> compiler::subschema_keyword(node& n, std::string_view k, const json
     else if (k == "if") n.if_ = c;
     else if (k == "then") n.then_ = c;
     else n.else_ = c;
-  } else if (k == "prefixItems" || k == "allOf" || k == "anyOf" || k == "oneOf") {
+  } else if (tuple_items || k == "prefixItems" || k == "allOf" || k == "anyOf" || k == "oneOf") {
     if (!val.is_array() || val.get_array().empty())
       return refuse(std::string(k) + " must be a non-empty array of schemas", kp);
     std::vector<std::uint32_t> kids;
@@ -112,7 +125,7 @@ result<bool> compiler::subschema_keyword(node& n, std::string_view k, const json
       kids.push_back(*r);
     }
     span32 sp = append(p_.indices, kids);
-    if (k == "prefixItems") n.prefix_items = sp, n.flags |= f_array;
+    if (tuple_items || k == "prefixItems") n.prefix_items = sp, n.flags |= f_array;
     else if (k == "allOf") n.all_of = sp, n.flags |= f_inplace;
     else if (k == "anyOf") n.any_of = sp, n.flags |= f_inplace;
     else n.one_of = sp, n.flags |= f_inplace;
@@ -132,17 +145,21 @@ result<bool> compiler::object_keyword(node& n, std::string_view k, const json::v
       std::string pp = kp + "/" + escape_token(pr.key());
       if (k == "properties" && ++properties_ > lim_.max_properties)
         return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties", pp);
+      if (k == "properties" && add_chars(code_points(pr.key()))) return too_many_chars(pp);
       auto r = compile_schema(pr.value(), pp, child_depth);
       if (!r) return std::move(r).err();
       if (k == "properties") {
         names.properties.emplace_back(std::string(pr.key()), *r);
+      } else if (check_only_) {
+        if (auto c = check_pattern_length(pr.key(), pp, lim_); !c) return std::move(c).err();
+        names.unmatched.push_back(*r);
       } else {
         auto re = compile_regex(pr.key(), pp, lim_, p_);
         if (!re) return std::move(re).err();
         p_.patterns.push_back({*re, *r});
       }
     }
-    if (k == "patternProperties") {
+    if (k == "patternProperties" && !check_only_) {
       auto count = static_cast<std::uint32_t>(val.get_object().size());
       n.pattern_props = {static_cast<std::uint32_t>(p_.patterns.size()) - count, count};
     }

@@ -144,10 +144,15 @@ format_kind parse_format(std::string_view name) {
   return format_kind::none;
 }
 
-result<std::uint32_t> compile_regex(std::string_view pattern, const std::string& pointer,
-                                    const compile_limits& lim, program& p) {
+result<void> check_pattern_length(std::string_view pattern, const std::string& pointer, const compile_limits& lim) {
   if (pattern.size() > lim.max_pattern_bytes)
     return refuse("pattern is longer than " + std::to_string(lim.max_pattern_bytes) + " bytes", pointer);
+  return ok;
+}
+
+result<std::uint32_t> compile_regex(std::string_view pattern, const std::string& pointer,
+                                    const compile_limits& lim, program& p) {
+  if (auto r = check_pattern_length(pattern, pointer, lim); !r) return std::move(r).err();
   re2::RE2::Options opt;
   opt.set_log_errors(false);
   opt.set_encoding(re2::RE2::Options::EncodingUTF8);

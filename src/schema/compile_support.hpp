@@ -33,6 +33,9 @@ value_hash hash_json(const boost::json::value& v);
 
 format_kind parse_format(std::string_view name);
 
+// Refuses a `pattern` (or patternProperties name) longer than max_pattern_bytes.
+result<void> check_pattern_length(std::string_view pattern, const std::string& pointer, const compile_limits& lim);
+
 // Compiles `pattern` with RE2 under the pattern budgets; returns its index in p.regexes.
 result<std::uint32_t> compile_regex(std::string_view pattern, const std::string& pointer,
                                     const compile_limits& lim, program& p);

@@ -2,7 +2,8 @@
 // loop and recursion in it is bounded by compile_limits, checked before the work it guards, so a
 // hostile schema is refused quickly. Its parts: compile.cpp (one node per subschema, keyword
 // dispatch, $ref resolution, folding), compile_keywords.cpp (what each keyword sets in a node),
-// compile_key_table.cpp (a node's member-name table). One per compile() call, single-threaded.
+// compile_key_table.cpp (a node's member-name table), compile_depth.cpp (depth through $refs).
+// One per compile() call, single-threaded.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,8 @@ bool descends(std::string_view k);
 
 class compiler {
  public:
-  compiler(const boost::json::value& root, const compile_limits& lim, program& p) : root_(root), lim_(lim), p_(p) {}
+  compiler(const boost::json::value& root, const compile_limits& lim, compile_purpose purpose, program& p)
+      : root_(root), lim_(lim), check_only_(purpose == compile_purpose::check_only), p_(p) {}
 
   result<void> run();
 
@@ -38,6 +40,7 @@ class compiler {
     std::vector<std::pair<std::string, std::uint32_t>> properties;  // name, subschema node
     std::vector<std::string> required;
     std::vector<std::pair<std::string, std::vector<std::string>>> dependent;  // dependentRequired
+    std::vector<std::uint32_t> unmatched;  // check_only: patternProperties subschemas (no regex, so not in the node)
   };
 
   struct pending_ref {
@@ -54,6 +57,17 @@ class compiler {
   result<void> resolve_refs();
   static bool is_container_keyword(std::string_view t);
   static const boost::json::value* step(const boost::json::value& v, const std::string& token);
+  // OpenAI's total string length: adds `chars` to the count of property names, $defs names and
+  // enum/const strings; true once it passes max_total_chars. The refusal names the place where it
+  // did (too_many_chars), its pointer built only then.
+  bool add_chars(std::size_t chars) noexcept {
+    total_chars_ += chars;
+    return total_chars_ > lim_.max_total_chars;
+  }
+  error too_many_chars(const std::string& pointer) const;
+
+  // compile_depth.cpp
+  result<void> check_resolved_depth();
 
   // compile_keywords.cpp: each sets what keyword k means in n and returns true, or returns false
   // for a keyword outside its family.
@@ -74,12 +88,24 @@ class compiler {
 
   const boost::json::value& root_;
   const compile_limits& lim_;
+  const bool check_only_;
   program& p_;
   std::string root_id_;
   std::unordered_map<const boost::json::value*, std::uint32_t> memo_;
   std::vector<pending_ref> refs_;
+  bool has_refs_ = false;  // without a $ref the lexical depth check of compile_schema is the whole story
+  // check_only: (node, subschema) pairs the nodes do not hold (member_names::unmatched), so the
+  // depth pass still sees them.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> side_children_;
   std::size_t properties_ = 0;
   std::size_t enum_values_ = 0;
+  std::size_t total_chars_ = 0;
 };
+
+// Characters of a JSON string as OpenAI counts them: Unicode code points (UTF-8 lead bytes).
+std::size_t code_points(std::string_view s) noexcept;
+// The characters of every string in `v` (object member names included); numbers and literals
+// count nothing. Recursion bounded by check_shape's max_json_depth.
+std::size_t string_chars(const boost::json::value& v) noexcept;
 
 }  // namespace sluice::schema::detail

@@ -237,6 +237,7 @@ struct program {
   std::vector<text_ref> names;
   std::string text;  // pool for every text_ref
   std::size_t estimated_bytes = 0;
+  bool check_only = false;  // compiled with compile_purpose::check_only (schema.hpp)
 
   std::string_view str(text_ref r) const noexcept { return {text.data() + r.off, r.len}; }
   text_ref add_text(std::string_view s) {

@@ -21,11 +21,15 @@ struct program;
 
 // Bounds on what compile() accepts. Anything past a bound is refused with errc::bad_request and
 // `param` set to the JSON pointer of the offending place in the schema, so hostile schemas cost
-// bounded time and memory.
+// bounded time and memory. The first four are the limits OpenAI documents for strict schemas.
 struct compile_limits {
-  std::size_t max_depth = 10;             // nested value levels (properties/items/... inside each other)
-  std::size_t max_properties = 5000;      // names under `properties` and `required`, in total
+  std::size_t max_depth = 10;             // nested value levels (properties/items/... inside each other),
+                                          // counted through $ref targets (docs/schema.md, "Limits")
+  std::size_t max_properties = 5000;      // distinct member names each object schema mentions
+                                          // (properties, required, dependentRequired), in total
   std::size_t max_enum_values = 1000;     // values under `enum`, in total
+  std::size_t max_total_chars = 120000;   // characters (code points) of property names, $defs names and
+                                          // the strings of enum and const values, in total
   std::size_t max_nodes = 10000;          // compiled subschemas
   std::size_t max_expansion = 1000;       // subschemas one value can activate in place (allOf/$ref fan-out)
   std::size_t max_json_depth = 64;        // raw JSON nesting of the schema document
@@ -34,6 +38,14 @@ struct compile_limits {
   std::size_t max_pattern_program = 4000; // RE2 program size of one regex (instructions)
   std::size_t max_pattern_memory = 1 << 20;  // RE2 max_mem of one regex (bounds its DFA cache)
 };
+
+// What a schema is compiled for. `validate`: output is checked against it, so every keyword must
+// be one sluice asserts; anything else is refused, never silently ignored. `check_only`: nothing is
+// ever validated against it (a tool's parameter schema, forwarded to the model): its structure,
+// local $refs and the compile_limits are checked, while keywords and `format` values sluice does
+// not know are annotations and regexes are not compiled (docs/schema.md). A check_only schema
+// validates less than it says and must not be used for validation.
+enum class compile_purpose : unsigned char { validate, check_only };
 
 // Bounds on one validation (a document or a stream). Past a bound the verdict is an error of
 // kind limit_exceeded, never unbounded work or memory.
@@ -73,6 +85,7 @@ class compiled_schema {
   // Estimated heap footprint, used by schema_cache's byte bound.
   std::size_t estimated_bytes() const noexcept;
   std::size_t node_count() const noexcept;
+  compile_purpose purpose() const noexcept;
   const detail::program& program() const noexcept { return *prog_; }
 
  private:
@@ -82,7 +95,8 @@ class compiled_schema {
 // Compiles `schema` or explains (with a JSON pointer in error::param) why it is refused:
 // malformed, unsupported keyword, or over a compile_limits bound. Bounded time and memory.
 result<std::shared_ptr<const compiled_schema>> compile(const boost::json::value& schema,
-                                                       const compile_limits& limits = {});
+                                                       const compile_limits& limits = {},
+                                                       compile_purpose purpose = compile_purpose::validate);
 
 // The canonical text of a JSON value: object keys sorted by their UTF-8 bytes, no whitespace,
 // numbers spelled one way (1, 1.0 and 1e0 all become "1"). Equal schemas give equal text.

@@ -80,6 +80,9 @@ compiled_schema::~compiled_schema() = default;
 
 std::size_t compiled_schema::estimated_bytes() const noexcept { return prog_->estimated_bytes; }
 std::size_t compiled_schema::node_count() const noexcept { return prog_->nodes.size(); }
+compile_purpose compiled_schema::purpose() const noexcept {
+  return prog_->check_only ? compile_purpose::check_only : compile_purpose::validate;
+}
 
 verdict compiled_schema::validate(const json::value& instance, const validate_limits& limits) const {
   thread_local evaluator ev;

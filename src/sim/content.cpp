@@ -293,30 +293,4 @@ std::string models_body(const std::vector<std::string>& models) {
   return json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}});
 }
 
-std::string openai_reset_format(duration d) {
-  using namespace std::chrono;
-  auto ns = d.count() < 0 ? 0 : d.count();
-  char buf[64];
-  auto trim = [](std::string s) {  // "1.500" -> "1.5", "2.000" -> "2"
-    if (s.find('.') == std::string::npos) return s;
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-    return s;
-  };
-  if (ns == 0) return "0s";
-  if (ns < 1'000'000'000) {
-    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
-    return trim(buf) + "ms";
-  }
-  auto total_ms = ns / 1'000'000;
-  auto h = total_ms / 3'600'000;
-  auto m = (total_ms / 60'000) % 60;
-  auto s_ms = total_ms % 60'000;
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(s_ms) / 1e3);
-  std::string out;
-  if (h > 0) out += std::to_string(h) + "h";
-  if (h > 0 || m > 0) out += std::to_string(m) + "m";
-  return out + trim(buf) + "s";
-}
-
 }  // namespace sluice::sim

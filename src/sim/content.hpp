@@ -131,7 +131,4 @@ std::string_view error_type_for_status(int status);
 // GET /v1/models
 std::string models_body(const std::vector<std::string>& models);
 
-// OpenAI's x-ratelimit-reset-* format (Go durations): "20ms", "1s", "1.5s", "6m0s", "1h0m0s".
-std::string openai_reset_format(duration d);
-
 }  // namespace sluice::sim

@@ -1,46 +1,13 @@
 #include "sim/rate_limit.hpp"
 
 #include <algorithm>
+#include <limits>
 
-#include "sim/content.hpp"
+#include "core/openai_duration.hpp"
 
 namespace sluice::sim {
 
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-token_bucket::token_bucket(std::uint64_t limit, steady_time now)
-    : limit_(std::clamp<std::uint64_t>(limit, 1, max_rate_limit)), level_(limit_ * us_per_minute), last_(now) {}
-
-void token_bucket::refill(steady_time now) noexcept {
-  if (now <= last_) return;
-  const auto elapsed = std::chrono::duration_cast<microseconds>(now - last_).count();
-  const std::uint64_t full = limit_ * us_per_minute;
-  if (static_cast<std::uint64_t>(elapsed) >= us_per_minute) {  // a whole minute refills any bucket
-    level_ = full;
-    last_ = now;
-    return;
-  }
-  // elapsed < 6e7 and limit <= 1e9: the product stays far below 2^64.
-  level_ = std::min(full, level_ + static_cast<std::uint64_t>(elapsed) * limit_);
-  last_ += microseconds(elapsed);
-}
-
-std::uint64_t token_bucket::remaining() const noexcept { return level_ / us_per_minute; }
-
-bool token_bucket::can_pay(std::uint64_t cost) const noexcept {
-  return cost <= limit_ && cost * us_per_minute <= level_;
-}
-
-void token_bucket::pay(std::uint64_t cost) noexcept { level_ -= std::min(level_, cost * us_per_minute); }
-
-duration token_bucket::time_until(std::uint64_t cost) const noexcept {
-  const std::uint64_t need = std::min(cost, limit_) * us_per_minute;
-  if (level_ >= need) return duration::zero();
-  return microseconds((need - level_ + limit_ - 1) / limit_);
-}
-
-duration token_bucket::time_until_full() const noexcept { return time_until(limit_); }
 
 rate_limiter::rate_limiter(std::uint64_t rpm, std::uint64_t tpm, steady_time now) {
   if (rpm > 0) requests_.emplace(rpm, now);
@@ -53,11 +20,13 @@ rate_decision rate_limiter::take(std::uint64_t cost_tokens, steady_time now) {
   std::lock_guard lock(mu_);
   if (requests_) requests_->refill(now);
   if (tokens_) tokens_->refill(now);
-  const bool requests_ok = !requests_ || requests_->can_pay(1);
-  const bool tokens_ok = !tokens_ || tokens_->can_pay(cost_tokens);
+  // can_take, not time_until: a token cost above the limit is refused outright, as OpenAI refuses
+  // a request too large for its TPM (the gateway's pacer lets one go into debt instead).
+  const bool requests_ok = !requests_ || requests_->can_take(1);
+  const bool tokens_ok = !tokens_ || tokens_->can_take(cost_tokens);
   if (requests_ok && tokens_ok) {
-    if (requests_) requests_->pay(1);
-    if (tokens_) tokens_->pay(cost_tokens);
+    if (requests_) requests_->take(1);
+    if (tokens_) tokens_->take(cost_tokens);
   } else {
     d.allowed = false;
     d.too_large = tokens_ && cost_tokens > tokens_->limit();
@@ -71,6 +40,13 @@ rate_decision rate_limiter::take(std::uint64_t cost_tokens, steady_time now) {
   if (requests_) d.requests = limit_figures{requests_->limit(), requests_->remaining(), requests_->time_until_full()};
   if (tokens_) d.tokens = limit_figures{tokens_->limit(), tokens_->remaining(), tokens_->time_until_full()};
   return d;
+}
+
+std::uint64_t token_cost(const completion_request& r, const request_settings& s) noexcept {
+  constexpr auto most = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t out = r.max_tokens ? *r.max_tokens : s.tokens;
+  out = out > most / r.n ? most : out * r.n;  // every choice may use them
+  return out > most - r.prompt_tokens ? most : r.prompt_tokens + out;
 }
 
 std::uint64_t ceil_ms(duration d) noexcept {
@@ -87,7 +63,7 @@ std::vector<std::pair<std::string_view, std::string>> ratelimit_headers(const ra
     if (!f) return;
     out.emplace_back(limit, std::to_string(f->limit));
     out.emplace_back(remaining, std::to_string(f->remaining));
-    out.emplace_back(reset, openai_reset_format(milliseconds(ceil_ms(f->reset))));
+    out.emplace_back(reset, format_openai_duration(f->reset));
   };
   add(d.requests, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests");
   add(d.tokens, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens");
@@ -105,7 +81,7 @@ std::string rate_limit_message(const rate_decision& d) {
            std::to_string(d.cost_tokens) + ". The input or output tokens must be reduced in order to run successfully.";
   return "Rate limit reached for " + unit + ": Limit " + std::to_string(limit) + ", Used " + std::to_string(used) +
          ", Requested " + std::to_string(requests ? 1 : d.cost_tokens) + ". Please try again in " +
-         openai_reset_format(milliseconds(ceil_ms(d.retry_after))) + ".";
+         format_openai_duration(d.retry_after) + ".";
 }
 
 }  // namespace sluice::sim

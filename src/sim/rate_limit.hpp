@@ -1,7 +1,7 @@
 // Upstream rate limits as OpenAI applies them: a requests-per-minute and a tokens-per-minute token
-// bucket, each holding up to its limit and refilling continuously at limit per minute. The clock is
-// a parameter (`now`), so the arithmetic is tested without sleeps. token_bucket is a plain value, not
-// thread-safe; rate_limiter guards its two buckets with a mutex and is shared by every worker thread.
+// bucket (core/token_bucket.hpp), each holding up to its limit and refilling continuously at limit
+// per minute. The clock is a parameter (`now`), so the arithmetic is tested without sleeps.
+// rate_limiter guards its two buckets with a mutex and is shared by every worker thread.
 #pragma once
 
 #include <chrono>
@@ -13,41 +13,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/token_bucket.hpp"
 #include "core/units.hpp"
+#include "sim/request.hpp"
 
 namespace sluice::sim {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
-// Largest limit accepted (keeps the fixed-point level below 2^64).
+// Largest limit-rpm / limit-tpm accepted (the options' bound; the bucket itself keeps more).
 inline constexpr std::uint64_t max_rate_limit = 1'000'000'000;
-
-class token_bucket {
- public:
-  // Starts full. limit in 1..max_rate_limit.
-  token_bucket(std::uint64_t limit, steady_time now);
-
-  std::uint64_t limit() const noexcept { return limit_; }
-  // Adds what has dripped in since the last refill (a clock going backwards adds nothing).
-  void refill(steady_time now) noexcept;
-  // Whole units available now.
-  std::uint64_t remaining() const noexcept;
-  bool can_pay(std::uint64_t cost) const noexcept;
-  void pay(std::uint64_t cost) noexcept;  // only after can_pay(cost)
-  // Time until `cost` can be paid (zero if it can now). A cost above the limit can never be paid:
-  // the answer is the time until the bucket is full.
-  duration time_until(std::uint64_t cost) const noexcept;
-  // Time until the bucket is back to its limit: OpenAI's x-ratelimit-reset-*.
-  duration time_until_full() const noexcept;
-
- private:
-  // The level is kept in unit-microseconds: one unit is us_per_minute of them, and the bucket gains
-  // `limit` of them per microsecond, so refills stay exact integers.
-  static constexpr std::uint64_t us_per_minute = 60'000'000;
-  std::uint64_t limit_;
-  std::uint64_t level_;
-  steady_time last_;  // advanced by whole microseconds only, so no fraction of a drip is lost
-};
 
 // One limit's figures for the x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers.
 struct limit_figures {
@@ -86,6 +61,9 @@ std::string rate_limit_message(const rate_decision& d);
 // x-ratelimit-{limit,remaining,reset}-requests and -tokens for the limits that are on, in OpenAI's
 // formats (integers; resets like "120ms", "1s", "1m30.5s", rounded up to whole milliseconds).
 std::vector<std::pair<std::string_view, std::string>> ratelimit_headers(const rate_decision& d);
+
+// What a request costs the tokens bucket: its prompt and the most it may generate (saturating).
+std::uint64_t token_cost(const completion_request& r, const request_settings& s) noexcept;
 
 // Header values: whole milliseconds and whole seconds, both rounded up.
 std::uint64_t ceil_ms(duration d) noexcept;

@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <optional>
 
+#include "core/openai_duration.hpp"
 #include "runtime/socket_io.hpp"
 #include "sim/content.hpp"
 #include "sim/worker.hpp"
@@ -146,7 +146,7 @@ task<void> respond_status(exchange& x) {
                                                         : 500u;
   if (status == 429) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(x.s.retry_after).count();
-    auto reset = openai_reset_format(x.s.retry_after);
+    auto reset = format_openai_duration(x.s.retry_after);
     res = make_error(429, x.keep_alive,
                      "Rate limit reached for requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in " +
                          reset + ".",
@@ -324,14 +324,6 @@ http::response<http::string_body> rate_limited(const rate_decision& d, bool keep
   res.set("retry-after-ms", std::to_string(ceil_ms(d.retry_after)));
   set_ratelimit_headers(res, &d);
   return res;
-}
-
-// What a request costs the tokens bucket: its prompt and the most it may generate.
-std::uint64_t token_cost(const completion_request& r, const request_settings& s) {
-  constexpr auto most = std::numeric_limits<std::uint64_t>::max();
-  std::uint64_t out = r.max_tokens ? *r.max_tokens : s.tokens;
-  out = out > most / r.n ? most : out * r.n;  // every choice may use them
-  return out > most - r.prompt_tokens ? most : r.prompt_tokens + out;
 }
 
 }  // namespace

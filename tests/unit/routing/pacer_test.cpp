@@ -1,6 +1,6 @@
 // pacer on a manual clock: buckets seeded from config refill over a minute, reservations, refunds,
-// settling against actual usage, resync from x-ratelimit headers, retry-after blocks; the reset
-// duration parser; reading headers; full-jitter bounds.
+// settling against actual usage, resync from x-ratelimit headers, retry-after blocks; reading
+// headers; full-jitter bounds. (The reset duration parser's cases are in unit/core.)
 #include <gtest/gtest.h>
 
 #include <boost/beast/http/fields.hpp>
@@ -11,22 +11,6 @@
 using namespace sluice;
 using namespace sluice::routing;
 using namespace std::chrono_literals;
-
-TEST(ParseReset, OpenAIFormats) {
-  EXPECT_EQ(parse_reset("1s"), duration(1s));
-  EXPECT_EQ(parse_reset("20ms"), duration(20ms));
-  EXPECT_EQ(parse_reset("6m0s"), duration(6min));
-  EXPECT_EQ(parse_reset("1m30.5s"), duration(90500ms));
-  EXPECT_EQ(parse_reset("2h0m0s"), duration(2h));
-  EXPECT_EQ(parse_reset("7"), duration(7s));
-  EXPECT_EQ(parse_reset("0.25"), duration(250ms));
-  EXPECT_FALSE(parse_reset(""));
-  EXPECT_FALSE(parse_reset("soon"));
-  EXPECT_FALSE(parse_reset("5x"));
-  EXPECT_FALSE(parse_reset("-1s"));
-  EXPECT_FALSE(parse_reset("3 s"));
-  EXPECT_FALSE(parse_reset("99999h"));
-}
 
 TEST(Pacer, RequestBucketRefillsOverAMinute) {
   auto t = steady_clock::now();

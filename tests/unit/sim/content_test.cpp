@@ -183,22 +183,6 @@ TEST(SimContent, ModelsList) {
   EXPECT_EQ(v.at("data").as_array()[1].as_object().at("object").as_string(), "model");
 }
 
-TEST(SimContent, OpenAiResetFormat) {
-  using namespace std::chrono_literals;
-  EXPECT_EQ(sim::openai_reset_format(0s), "0s");
-  EXPECT_EQ(sim::openai_reset_format(20ms), "20ms");
-  EXPECT_EQ(sim::openai_reset_format(1500us), "1.5ms");
-  EXPECT_EQ(sim::openai_reset_format(1s), "1s");
-  EXPECT_EQ(sim::openai_reset_format(1500ms), "1.5s");
-  EXPECT_EQ(sim::openai_reset_format(360s), "6m0s");
-  EXPECT_EQ(sim::openai_reset_format(90s), "1m30s");
-  EXPECT_EQ(sim::openai_reset_format(3600s), "1h0m0s");
-  EXPECT_EQ(sim::openai_reset_format(120ms), "120ms");
-  EXPECT_EQ(sim::openai_reset_format(90500ms), "1m30.5s");
-  EXPECT_EQ(sim::openai_reset_format(3725s), "1h2m5s");
-  EXPECT_EQ(sim::openai_reset_format(-1s), "0s");
-}
-
 // --- n > 1: one choice per index ---------------------------------------------------------------
 
 TEST(SimContent, OneChoiceIsTheSingleChoiceAnswer) {

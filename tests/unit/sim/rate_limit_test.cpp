@@ -1,5 +1,5 @@
-// Token-bucket arithmetic of limit-rpm / limit-tpm with an injected clock: every time below is an
-// explicit steady_clock point, never a sleep.
+// limit-rpm / limit-tpm with an injected clock: every time below is an explicit steady_clock point,
+// never a sleep. (The bucket's own arithmetic is tested with core's token_bucket, in unit/core.)
 #include "sim/rate_limit.hpp"
 
 #include <gtest/gtest.h>
@@ -20,49 +20,6 @@ std::map<std::string, std::string> header_map(const sim::rate_decision& d) {
 }
 
 }  // namespace
-
-TEST(SimTokenBucket, StartsFullAndRefillsAtLimitPerMinute) {
-  sim::token_bucket b(3, t0);
-  EXPECT_EQ(b.remaining(), 3u);
-  EXPECT_EQ(b.time_until_full(), 0s);
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(b.can_pay(1));
-    b.pay(1);
-  }
-  EXPECT_EQ(b.remaining(), 0u);
-  EXPECT_FALSE(b.can_pay(1));
-  EXPECT_EQ(b.time_until(1), 20s) << "3 per minute: one every 20s";
-  EXPECT_EQ(b.time_until_full(), 60s);
-
-  b.refill(t0 + 19999ms);
-  EXPECT_FALSE(b.can_pay(1));
-  EXPECT_EQ(b.time_until(1), 1ms);
-  b.refill(t0 + 20s);
-  EXPECT_TRUE(b.can_pay(1));
-  EXPECT_EQ(b.remaining(), 1u);
-  EXPECT_EQ(b.time_until_full(), 40s);
-
-  b.refill(t0 + 10min);  // long idle: capped at the limit, not beyond
-  EXPECT_EQ(b.remaining(), 3u);
-  EXPECT_FALSE(b.can_pay(4)) << "a cost above the limit never fits";
-  EXPECT_EQ(b.time_until(4), 0s) << "full already: the time until full";
-}
-
-TEST(SimTokenBucket, ContinuousRefillKeepsFractions) {
-  // 7 per minute is not a whole number of microseconds per unit; 60 refills of 1s each must add
-  // exactly 7 units, with no drift from rounding each step.
-  sim::token_bucket b(7, t0);
-  b.pay(7);
-  for (int i = 1; i <= 60; ++i) b.refill(t0 + std::chrono::seconds(i) + 333ns * i);
-  EXPECT_EQ(b.remaining(), 7u);
-  sim::token_bucket c(1000, t0);
-  c.pay(1000);
-  c.refill(t0 + 1500ms);  // 1000/min = 16.67/s -> 25 units in 1.5s
-  EXPECT_EQ(c.remaining(), 25u);
-  EXPECT_EQ(c.time_until(26), 60ms);
-  c.refill(t0 - 5s);  // a clock going backwards adds nothing and takes nothing
-  EXPECT_EQ(c.remaining(), 25u);
-}
 
 TEST(SimRateLimiter, ChargesBothBucketsOrNeither) {
   sim::rate_limiter rl(3, 100, t0);
