@@ -57,6 +57,7 @@ std::string_view to_string(rate_limit_kind k) noexcept {
 key_permit& key_permit::operator=(key_permit&& o) noexcept {
   if (this != &o) {
     reset();
+    owner_ = std::exchange(o.owner_, nullptr);
     entry_ = std::exchange(o.entry_, nullptr);
     headers = std::move(o.headers);
   }
@@ -64,9 +65,11 @@ key_permit& key_permit::operator=(key_permit&& o) noexcept {
 }
 
 void key_permit::reset() noexcept {
-  if (entry_ != nullptr) entry_->in_use.fetch_sub(1, std::memory_order_acq_rel);
+  if (entry_ != nullptr) std::exchange(owner_, nullptr)->release(*entry_);
   entry_ = nullptr;
 }
+
+void client_keys::release(detail::key_entry& e) noexcept { e.in_use.fetch_sub(1, std::memory_order_acq_rel); }
 
 client_keys::client_keys(now_fn now) : now_(now ? std::move(now) : now_fn([] { return clock::now(); })) {}
 
@@ -176,7 +179,7 @@ std::variant<key_permit, rate_refusal> client_keys::try_acquire(const key_handle
     return rate_refusal{rate_limit_kind::rpm, std::max(secs, std::chrono::seconds(1)), headers_locked(e)};
   }
   e.in_use.fetch_add(1, std::memory_order_acq_rel);
-  return key_permit(&e, headers_locked(e));
+  return make_permit(e, headers_locked(e));
 }
 
 }  // namespace sluice::admission

@@ -45,6 +45,8 @@ struct key_entry {
 };
 }  // namespace detail
 
+class key_limits;
+
 // An authenticated client. Cheap to copy; valid while its client_keys lives.
 class key_handle {
  public:
@@ -66,7 +68,8 @@ class key_handle {
 class key_permit {
  public:
   key_permit() = default;
-  key_permit(key_permit&& o) noexcept : headers(std::move(o.headers)), entry_(std::exchange(o.entry_, nullptr)) {}
+  key_permit(key_permit&& o) noexcept
+      : headers(std::move(o.headers)), owner_(std::exchange(o.owner_, nullptr)), entry_(std::exchange(o.entry_, nullptr)) {}
   key_permit& operator=(key_permit&& o) noexcept;
   key_permit(const key_permit&) = delete;
   key_permit& operator=(const key_permit&) = delete;
@@ -80,8 +83,10 @@ class key_permit {
   std::optional<rate_headers> headers;
 
  private:
-  friend class client_keys;
-  key_permit(detail::key_entry* e, std::optional<rate_headers> h) : headers(std::move(h)), entry_(e) {}
+  friend class key_limits;
+  key_permit(key_limits* owner, detail::key_entry* e, std::optional<rate_headers> h)
+      : headers(std::move(h)), owner_(owner), entry_(e) {}
+  key_limits* owner_ = nullptr;
   detail::key_entry* entry_ = nullptr;
 };
 
@@ -95,7 +100,26 @@ struct rate_refusal {
   std::optional<rate_headers> headers;
 };
 
-class client_keys {
+// The client-key limits as the pipeline sees them: the seam where limits shared by every replica
+// (through Redis) replace the local ones below without the pipeline changing. Thread-safe.
+class key_limits {
+ public:
+  virtual ~key_limits() = default;
+  // The whole Authorization header value ("Bearer <key>"). Missing or unknown -> unauthorized.
+  virtual result<key_handle> authenticate_header(std::string_view authorization) const = 0;
+  // One request for `key`: a permit (its concurrency slot, its rate charged) or a refusal that
+  // charges nothing.
+  virtual std::variant<key_permit, rate_refusal> try_acquire(const key_handle& key) = 0;
+
+ protected:
+  friend class key_permit;
+  key_permit make_permit(detail::key_entry& e, std::optional<rate_headers> h) { return key_permit(this, &e, std::move(h)); }
+  // A permit ended: give its concurrency slot back.
+  virtual void release(detail::key_entry& e) noexcept = 0;
+};
+
+// The local limits: keys from the keys file, their counters in this process.
+class client_keys final : public key_limits {
  public:
   using clock = std::chrono::steady_clock;
   using now_fn = std::function<clock::time_point()>;
@@ -118,13 +142,14 @@ class client_keys {
   // against every key).
   result<key_handle> authenticate(std::string_view key) const;
   // The whole Authorization header value ("Bearer <key>", scheme case-insensitive).
-  result<key_handle> authenticate_header(std::string_view authorization) const;
+  result<key_handle> authenticate_header(std::string_view authorization) const override;
 
   // One request for `key`: a concurrency slot and one token from its per-minute bucket, or a
   // refusal that consumes neither.
-  std::variant<key_permit, rate_refusal> try_acquire(const key_handle& key);
+  std::variant<key_permit, rate_refusal> try_acquire(const key_handle& key) override;
 
  private:
+  void release(detail::key_entry& e) noexcept override;
   static result<void> add_line(client_keys& out, std::string_view line, std::size_t line_no);
   static std::optional<rate_headers> headers_locked(const detail::key_entry& e);
 

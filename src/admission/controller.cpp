@@ -130,7 +130,7 @@ void controller::waiter::finish() {
   switch (st) {
     case wait_state::granted:
       delivered = true;
-      result = permit(owner, std::move(reservation), granted_at);
+      result = owner->make_permit(std::move(reservation), granted_at);
       owner->admitted_.fetch_add(1, std::memory_order_relaxed);
       if (owner->observers_.on_admitted) owner->observers_.on_admitted(granted_at - enqueued);
       break;
@@ -365,7 +365,7 @@ std::optional<permit> controller::grant_now(std::uint64_t reserve_bytes, bool& f
   if (!granted) return std::nullopt;
   admitted_.fetch_add(1, std::memory_order_relaxed);
   if (observers_.on_admitted) observers_.on_admitted(duration::zero());
-  return permit(this, std::move(*granted), now);
+  return make_permit(std::move(*granted), now);
 }
 
 std::optional<permit> controller::try_admit_now(std::uint64_t reserve_bytes) {

@@ -34,13 +34,15 @@ struct refused {
   std::chrono::seconds retry_after{1};  // always within 1..60
 };
 
-class controller;
+class admission_queue;
 
 // One admitted request: a concurrency slot plus `reserved_bytes()` of the memory budget. Its
 // destructor (or reset()) gives both back and hands the slot to the oldest waiter, however the
 // request ends. Movable, not copyable; may be destroyed on any thread.
 class permit {
  public:
+  using time_point = std::chrono::steady_clock::time_point;
+
   permit() = default;
   permit(permit&& o) noexcept;
   permit& operator=(permit&& o) noexcept;
@@ -54,11 +56,10 @@ class permit {
   void reset() noexcept;
 
  private:
-  friend class controller;
-  using time_point = std::chrono::steady_clock::time_point;
-  permit(controller* owner, memory_budget::reservation bytes, time_point granted_at)
+  friend class admission_queue;
+  permit(admission_queue* owner, memory_budget::reservation bytes, time_point granted_at)
       : owner_(owner), bytes_(std::move(bytes)), granted_at_(granted_at) {}
-  controller* owner_ = nullptr;
+  admission_queue* owner_ = nullptr;
   memory_budget::reservation bytes_;
   time_point granted_at_{};
 };
@@ -74,7 +75,35 @@ struct controller_observers {
   std::function<void(duration waited)> on_admitted;
 };
 
-class controller {
+// The admission queue as the pipeline sees it: the seam where a queue shared by several processes
+// or replicas replaces the local controller below without the pipeline changing. Thread-safe.
+class admission_queue {
+ public:
+  virtual ~admission_queue() = default;
+
+  // A permit at once when a slot is free and nothing is queued; nullopt otherwise (then acquire()).
+  virtual std::optional<permit> try_admit_now(std::uint64_t reserve_bytes) = 0;
+  // A permit, after a bounded wait if need be, or a refusal. Emitting on `withdraw` (from the
+  // caller's executor) takes a waiting request out of the queue (refused{cancelled}).
+  virtual task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {}) = 0;
+  // While draining, new and queued requests are refused with `draining`.
+  virtual void set_draining(bool on) = 0;
+  virtual std::uint64_t queued() const noexcept = 0;
+  virtual std::uint64_t in_use() const noexcept = 0;
+  virtual std::uint64_t max_streams() const noexcept = 0;
+
+ protected:
+  friend class permit;
+  // A permit of this queue made by an implementation.
+  permit make_permit(memory_budget::reservation bytes, permit::time_point granted_at) {
+    return permit(this, std::move(bytes), granted_at);
+  }
+  // A permit ended (its bytes are already back): give its slot to the next waiter.
+  virtual void release(permit::time_point granted_at) noexcept = 0;
+};
+
+// The local admission queue: this process's slots and FIFO wait queue.
+class controller final : public admission_queue {
  public:
   using clock = std::chrono::steady_clock;
   // The clock behind queue-wait times and the retry_after estimate (a seam for tests); queue
@@ -98,19 +127,19 @@ class controller {
   //    caller's executor), with the same effect.
   // A grant that races with a timeout or a cancellation wins: the caller then gets a permit, and
   // dropping it passes the slot on, so a slot is never lost.
-  task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {});
+  task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {}) override;
   // acquire()'s fast path alone, without a coroutine: a permit when a slot is free, nobody is
   // queued and the bytes fit; nullopt otherwise (then call acquire(), which queues or refuses).
   // Lets a caller skip setting up a wait (and a race with its client) in the common case.
-  std::optional<permit> try_admit_now(std::uint64_t reserve_bytes);
+  std::optional<permit> try_admit_now(std::uint64_t reserve_bytes) override;
 
-  std::uint64_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
-  std::uint64_t queued() const noexcept { return queued_.load(std::memory_order_relaxed); }
-  std::uint64_t max_streams() const noexcept { return max_streams_; }
+  std::uint64_t in_use() const noexcept override { return in_use_.load(std::memory_order_relaxed); }
+  std::uint64_t queued() const noexcept override { return queued_.load(std::memory_order_relaxed); }
+  std::uint64_t max_streams() const noexcept override { return max_streams_; }
   std::uint64_t queue_depth() const noexcept { return queue_depth_; }
 
   // While draining, new requests are refused with `draining`, and so is everyone already queued.
-  void set_draining(bool on);
+  void set_draining(bool on) override;
   bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
 
   void set_observers(controller_observers obs) { observers_ = std::move(obs); }
@@ -126,14 +155,13 @@ class controller {
   duration mean_hold_time() const noexcept { return duration(mean_hold_ns_.load(std::memory_order_relaxed)); }
 
  private:
-  friend class permit;
   struct waiter;
   friend struct waiter;
   struct initiate_wait;
   // How a wait ended; written under mu_ by whoever takes the waiter out of the queue.
   enum class wait_state : unsigned char { waiting, granted, timed_out, cancelled, drained, full };
 
-  void release(permit::time_point granted_at) noexcept;
+  void release(permit::time_point granted_at) noexcept override;
   void note_hold_time_locked(duration held) noexcept;
   refused make_refusal(refusal why, std::uint64_t position);
   // Admission decision for a request that is not queued yet; called under mu_.

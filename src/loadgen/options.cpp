@@ -2,6 +2,7 @@
 #include <charconv>
 #include <climits>
 
+#include "config/url.hpp"
 #include "loadgen/loadgen.hpp"
 #include "loadgen/target.hpp"
 
@@ -42,49 +43,16 @@ result<mode> parse_mode(std::string_view text) {
 }
 
 result<target_url> parse_target(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
   if (url.starts_with("https://"))
     return bad("https targets are not supported: flood speaks plain http to test targets");
-  if (!url.starts_with(scheme)) return bad("target must look like http://HOST:PORT, got '" + std::string(url) + "'");
-  std::string_view rest = url.substr(scheme.size());
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-  if (path.find_first_of("?# \r\n") != std::string_view::npos) return bad("target path must be a plain path");
-
+  if (!url.starts_with("http://")) return bad("target must look like http://HOST:PORT, got '" + std::string(url) + "'");
+  auto u = config::parse_url(url);  // the one base-URL parser
+  if (!u) return bad("target: " + u.err().message);
   target_url t;
-  std::string_view host, port;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos) return bad("unclosed IPv6 literal in target '" + std::string(url) + "'");
-    host = authority.substr(1, close - 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return bad("junk after IPv6 literal in target '" + std::string(url) + "'");
-      port = after.substr(1);
-      if (port.empty()) return bad("empty port in target '" + std::string(url) + "'");
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-      if (port.empty()) return bad("empty port in target '" + std::string(url) + "'");
-    }
-  }
-  if (host.empty()) return bad("target '" + std::string(url) + "' has no host");
-  if (authority.find('@') != std::string_view::npos) return bad("target must not carry credentials");
-  if (!port.empty()) {
-    unsigned p = 0;
-    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-    if (ec != std::errc{} || ptr != port.data() + port.size() || p == 0 || p > 65535)
-      return bad("invalid port in target '" + std::string(url) + "'");
-    t.port = static_cast<std::uint16_t>(p);
-  }
-  t.host.assign(host);
-  t.host_header.assign(authority);
-  t.base_path.assign(path);
+  t.host = u->host;
+  t.port = u->port;
+  t.host_header = u->host_header();
+  t.base_path = u->base_path;
   return t;
 }
 

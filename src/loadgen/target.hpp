@@ -12,7 +12,7 @@ namespace sluice::loadgen {
 struct target_url {
   std::string host;         // name or IP literal, without IPv6 brackets
   std::uint16_t port = 80;
-  std::string host_header;  // the Host header value: host[:port] as written
+  std::string host_header;  // the Host header value: host[:port], the port only when not 80
   std::string base_path;    // path prefix without a trailing '/', often empty
 };
 

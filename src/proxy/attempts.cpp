@@ -177,7 +177,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   cfg_.svc.requests.overhead_seconds(obs::stage::connect).observe(connect_s);
   ctx.overhead_seconds += connect_s;
   const auto limits = routing::read_ratelimit_headers(x.response->head());
-  if (limits.any()) u.pace.observe(limits, runtime::steady::now());
+  if (limits.any()) u.pace->observe(limits, runtime::steady::now());
   out.sse = x.is_sse();
   if (!out.sse) {
     // A whole answer is read now, under its bound, so that a failure while reading it can still

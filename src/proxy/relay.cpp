@@ -72,6 +72,11 @@ task<void> sse_relay::run() {
   // The client is watched for the whole request (http::connection::watch_peer): a client that goes
   // cancels it, which aborts the upstream, so the pump's pending read fails at once.
   co_await pump();
+  res_.events = events_.events;
+  res_.content_events = events_.content_events;
+  res_.completion_tokens = events_.completion_tokens;
+  res_.prompt_tokens = events_.prompt_tokens;
+  res_.usage_stripped = events_.usage_stripped;
   if (client_.peer_gone() || cancel_.client_gone()) res_.client_gone = true;
   res_.bytes_out = client_.bytes_written();
   count_bytes_out();
@@ -89,17 +94,16 @@ void sse_relay::count_bytes_out() noexcept {
 }
 
 bool sse_relay::on_event(const sse::event_view& ev) {
-  ++res_.events;
   if (ev.data == "[DONE]") {
+    bool verdict_here = false;
     if (check_) {  // structured outputs: the document must be complete; the verdict goes before [DONE]
       if (auto e = check_->on_done()) {
         ending_ = std::move(*e);
         return false;
       }
-      if (check_->emits_event()) verdict_at_ = good_end_;
+      verdict_here = check_->emits_event() && !verdict_sent_;
     }
-    saw_done_ = true;
-    good_end_ = ev.end;
+    events_.on_done(ev.end, verdict_here);
     return true;
   }
   event_facts facts;
@@ -121,30 +125,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
       return false;
     }
   }
-  using type_kind = event_facts::type_kind;
-  if (responses_end_) {  // Responses API: a terminal event instead of [DONE]
-    if (facts.type == type_kind::completed || facts.type == type_kind::incomplete) saw_done_ = true;
-    else if (facts.type == type_kind::failed || facts.type == type_kind::error) saw_error_event_ = true;
-  }
-  if (facts.has_error) saw_error_event_ = true;  // the upstream's own in-band error: forward it
-  if (facts.usage_object) {
-    // Chat completions: prompt_tokens / completion_tokens; Responses API: input_ / output_tokens.
-    if (facts.completion_tokens >= 0) res_.completion_tokens = static_cast<std::uint64_t>(facts.completion_tokens);
-    if (facts.prompt_tokens >= 0) res_.prompt_tokens = static_cast<std::uint64_t>(facts.prompt_tokens);
-    if (facts.output_tokens >= 0) res_.completion_tokens = static_cast<std::uint64_t>(facts.output_tokens);
-    if (facts.input_tokens >= 0) res_.prompt_tokens = static_cast<std::uint64_t>(facts.input_tokens);
-  }
-  bool content = false;
-  if (facts.choices_array && facts.choices > 0) {
-    ++res_.content_events;
-    content = true;
-  } else if (strip_usage_ && facts.usage_object && facts.choices_array) {
-    // The usage chunk the client did not ask for: account it above, leave it out of the write.
-    drop_from_ = good_end_ > 0 ? chunk_start_ + good_end_ : 0;
-    drop_to_ = chunk_start_ + ev.end;
-    res_.usage_stripped = true;
-  }
-  if (content) {
+  if (events_.on_data(facts, ev.end)) {
     // Every event of one read arrived together: they share the read's time (one clock read per
     // read, not per event).
     const auto now = read_at_;
@@ -157,7 +138,6 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     }
     last_content_ = now;
   }
-  good_end_ = ev.end;
   return true;
 }
 
@@ -228,7 +208,8 @@ task<bool> sse_relay::put(std::size_t from, std::size_t n) {
 bool sse_relay::ends_with_this_write(std::size_t upto) const {
   // Only the plain case: nothing left to splice in or drop, nothing after the events, and the
   // upstream body already complete; everything else takes the general path.
-  return saw_done_ && !saw_error_event_ && check_ == nullptr && drop_to_ <= drop_from_ && upto == buf_.size() &&
+  return events_.saw_end() && !events_.saw_error_event() && check_ == nullptr && events_.plain_write() &&
+         upto == buf_.size() &&
          up_.done();
 }
 
@@ -266,8 +247,8 @@ task<void> sse_relay::pump_events() {
         }
         buf_.consume(buf_.size());
       }
-      if (saw_done_ || saw_error_event_) {
-        if (saw_done_) {  // structured outputs: the verdict event at the end (Responses API)
+      if (events_.saw_end() || events_.saw_error_event()) {
+        if (events_.saw_end()) {  // structured outputs: the verdict event at the end (Responses API)
           const bool sent = co_await write_verdict_event();
           if (!sent) {
             res_.client_gone = true;
@@ -279,11 +260,11 @@ task<void> sse_relay::pump_events() {
           res_.client_gone = true;
           break;
         }
-        res_.completed = saw_done_;
-        if (saw_error_event_ && !saw_done_)
+        res_.completed = events_.saw_end();
+        if (events_.saw_error_event() && !events_.saw_end())
           res_.failure = error::make(errc::upstream_status, "upstream sent an error event");
       } else {
-        ending_ = error::make(errc::upstream_protocol, responses_end_
+        ending_ = error::make(errc::upstream_protocol, events_.ends_on_response_completed()
                                                            ? "upstream ended the stream without response.completed"
                                                            : "upstream ended the stream without [DONE]");
       }
@@ -295,14 +276,13 @@ task<void> sse_relay::pump_events() {
       buf_.grow_for_throughput(fast_stream_buffer);
       up_.expect_bulk(fast_stream_buffer);
     }
-    good_end_ = 0;
-    chunk_start_ = start;
+    events_.begin_chunk(start);
     auto boundary = parser_.feed(buf_.view(start, n), [this](const sse::event_view& ev) { return on_event(ev); });
     if (!boundary || ending_) {
       // Forward every complete good event before the bad one, then the error.
       if (!ending_) ending_ = boundary.err();
-      if (good_end_ > 0) {
-        const bool sent = co_await put(0, start + good_end_);
+      if (events_.good_end() > 0) {
+        const bool sent = co_await put(0, start + events_.good_end());
         if (!sent) {
           res_.client_gone = true;
           ending_.reset();
@@ -321,7 +301,7 @@ task<void> sse_relay::pump_events() {
         else res_.completed = true;
         break;
       }
-      const bool sent = co_await write_events(start, upto);
+      const bool sent = co_await write_events(upto);
       if (!sent) {
         res_.client_gone = true;
         up_.abort();
@@ -344,45 +324,14 @@ task<bool> sse_relay::write_verdict_event() {
   co_return w.has_value();
 }
 
-task<bool> sse_relay::write_events(std::size_t chunk_start, std::size_t upto) {
-  // The bytes [0, upto) of buf_ go out, except a stripped usage chunk [drop_from_, drop_to_), with
-  // the structured-output verdict event spliced in right before [DONE] when one is due. [DONE]
-  // starts right after the last good event of this chunk, or at the buffer's start when it is the
-  // chunk's first event (the buffer then holds only its beginning). The usage chunk always comes
-  // before [DONE], so the split point lies at or after the dropped range.
-  std::size_t from = upto, to = upto;
-  if (drop_to_ > drop_from_) {
-    from = drop_from_;
-    to = drop_to_;
-    drop_from_ = drop_to_ = 0;
-  }
-  std::size_t split = sse::parser::npos;
-  if (verdict_at_ != sse::parser::npos && !verdict_sent_) {
-    split = verdict_at_ > 0 ? chunk_start + verdict_at_ : 0;
-    verdict_at_ = sse::parser::npos;
-    if (split < to && to != upto) split = to;
-  }
-  // Up to three pieces: [0, from), [to, split), verdict, [split, upto) — empty ones skipped.
-  std::size_t first_end = split != sse::parser::npos && split < from ? split : from;
-  if (first_end > 0) {
-    auto w = co_await client_.write_chunk(buf_.view(0, first_end));
-    if (!w) co_return false;
-  }
-  std::size_t pos = first_end;
-  if (pos == from) pos = to;
-  if (split != sse::parser::npos) {
-    if (split > pos) {
-      auto w = co_await client_.write_chunk(buf_.view(pos, split - pos));
-      if (!w) co_return false;
-      pos = split;
-    }
-    const bool v = co_await write_verdict_event();
-    if (!v) co_return false;
-    if (pos == from) pos = to;
-  }
-  if (upto > pos) {
-    auto w = co_await client_.write_chunk(buf_.view(pos, upto - pos));
-    co_return w.has_value();
+task<bool> sse_relay::write_events(std::size_t upto) {
+  // The bytes [0, upto) of buf_ go out, less a stripped usage chunk, with the structured-output
+  // verdict event spliced in right before [DONE] when one is due (plan_write, relay_events.hpp).
+  const write_plan plan = plan_write(upto, events_.take_cut());
+  for (std::size_t i = 0; i < plan.count; ++i) {
+    const auto& piece = plan.pieces[i];
+    const bool ok = piece.verdict ? co_await write_verdict_event() : co_await put(piece.from, piece.to - piece.from);
+    if (!ok) co_return false;
   }
   co_return true;
 }

@@ -14,6 +14,7 @@
 #include "observability/gauge_hold.hpp"
 #include "proxy/cancel.hpp"
 #include "proxy/options.hpp"
+#include "proxy/relay_events.hpp"
 #include "proxy/services.hpp"
 #include "proxy/stream_buffer.hpp"
 #include "proxy/structured_output.hpp"
@@ -58,10 +59,10 @@ class sse_relay : public runtime::watchdog::item {
   // may end the stream in-band (reject) or add its sluice.schema event before the end (annotate).
   void set_output_check(stream_check* check) noexcept { check_ = check; }
   // The Responses API ends a stream with response.completed (or .incomplete) and no [DONE].
-  void end_on_response_completed() noexcept { responses_end_ = true; }
+  void end_on_response_completed() noexcept { events_.end_on_response_completed(); }
   // sluice asked the upstream for `stream_options.include_usage` although the client did not: read
   // the usage chunk ({"choices":[],"usage":{...}}) for accounting, but do not forward it.
-  void strip_usage_chunk() noexcept { strip_usage_ = true; }
+  void strip_usage_chunk() noexcept { events_.strip_usage_chunk(); }
   // The request's total deadline (request-timeout): past it the stream ends with an in-band error.
   void set_deadline(runtime::steady::time_point t) noexcept { deadline_ = t; }
   // Registers with the thread's watchdog, whose tick then also enforces the upstream's idle
@@ -83,8 +84,9 @@ class sse_relay : public runtime::watchdog::item {
   task<bool> finish_with(std::size_t upto);
   // Checks one event; false stops the parse (malformed payload).
   bool on_event(const sse::event_view& ev);
-  // Writes buf_[0, upto), with the structured-output verdict event spliced in before [DONE].
-  task<bool> write_events(std::size_t chunk_start, std::size_t upto);
+  // Writes buf_[0, upto) by plan_write: less a stripped usage chunk, with the structured-output
+  // verdict event spliced in before [DONE].
+  task<bool> write_events(std::size_t upto);
   task<bool> write_verdict_event();
   // Keeps the buffered-bytes gauge and the stream registry in step with the buffer.
   void account_buffer() noexcept;
@@ -108,17 +110,9 @@ class sse_relay : public runtime::watchdog::item {
   stream_buffer buf_;
   sse::parser parser_;
   relay_result res_;
-  bool saw_done_ = false;
-  bool saw_error_event_ = false;
+  relay_events events_;                      // the events' bookkeeping (relay_events.hpp)
   stream_check* check_ = nullptr;            // structured outputs; null when not checked
-  bool responses_end_ = false;
-  std::size_t verdict_at_ = sse::parser::npos;  // within the chunk: where the verdict event goes
   bool verdict_sent_ = false;
-  std::size_t good_end_ = 0;  // within the chunk being parsed: end of the last good event
-  std::size_t chunk_start_ = 0;  // where the chunk being parsed starts in buf_
-  bool strip_usage_ = false;
-  // In buf_: a usage chunk to leave out of the next write ([drop_from_, drop_to_), empty if equal).
-  std::size_t drop_from_ = 0, drop_to_ = 0;
   runtime::steady::time_point deadline_ = runtime::steady::time_point::max();
 };
 

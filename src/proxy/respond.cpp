@@ -104,7 +104,7 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   auto& end = ctx.end;
   end.attempts = x.attempts;
   if (x.lease) end.upstream = x.lease.upstream().spec.name;
-  if (status / 100 == 2 && x.lease && x.lease.upstream().pace.has_token_budget()) {
+  if (status / 100 == 2 && x.lease && x.lease.upstream().pace->has_token_budget()) {
     if (auto used = usage_total(body)) x.lease.settle(*used, runtime::steady::now());
   }
   std::string ctype(x.response->head()[bhttp::field::content_type]);

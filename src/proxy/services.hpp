@@ -28,10 +28,10 @@ struct services {
   request_metrics& requests;
   stream_metrics& streams;
   upstream_metrics& upstreams;
-  admission::controller& admission;
+  admission::admission_queue& admission;  // local: admission::controller
   admission::memory_budget& budget;
   admission::stream_registry& live_streams;
-  admission::client_keys* keys;  // null: no client keys configured (no authentication)
+  admission::key_limits* keys;  // null: no client keys configured (no authentication); local: client_keys
   const admission::options& admission_opts;
   drain_state& drain;
 };

@@ -90,7 +90,7 @@ std::vector<pm::MetricFamily> upstream_metrics::Collect() const {
     auto& u = r_.at(i);
     const std::string& name = u.spec.name;
     for (std::size_t k = 0; k < obs::upstream_status_slots; ++k)
-      sample(responses, {{"upstream", name}, {"status", std::string(obs::upstream_status_slot_label(k))}},
+      sample(responses, {{"status", std::string(obs::upstream_status_slot_label(k))}, {"upstream", name}},
              static_cast<double>(responses_[i][k].load(std::memory_order_relaxed)));
     auto st = u.breaker.state(now);
     sample(circuit, {{"upstream", name}}, static_cast<double>(static_cast<int>(st)));
@@ -99,7 +99,7 @@ std::vector<pm::MetricFamily> upstream_metrics::Collect() const {
     bool ok = u.probe_ok.load(std::memory_order_relaxed) && st != routing::circuit_state::open;
     sample(healthy, {{"upstream", name}}, ok ? 1 : 0);
     sample(saturated, {{"upstream", name}}, r_.engine_holds(u, now) ? 1 : 0);
-    auto snap = u.pace.snapshot(now);
+    auto snap = u.pace->snapshot(now);
     if (snap.requests_limit > 0) sample(budget, {{"upstream", name}, {"kind", "requests"}}, std::max(0.0, snap.requests_available));
     if (snap.tokens_limit > 0) sample(budget, {{"upstream", name}, {"kind", "tokens"}}, std::max(0.0, snap.tokens_available));
     for (std::size_t k = 0; k < retry_reason_count; ++k)

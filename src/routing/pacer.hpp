@@ -36,25 +36,43 @@ struct pacer_snapshot {
   time_point blocked_until{};
 };
 
-class pacer {
+// One upstream's paced budget, the seam where a budget shared by every replica (through Redis)
+// replaces the local pacer below without the router or the pipeline changing. Thread-safe.
+class rate_budget {
+ public:
+  virtual ~rate_budget() = default;
+
+  // Reserves one request and `tokens`; nullopt when reserved, else how long until it could be.
+  virtual std::optional<duration> try_reserve(std::uint64_t tokens, time_point now) = 0;
+  // Returns a reservation whose request never reached the upstream (e.g. connect failure).
+  virtual void refund(std::uint64_t tokens, time_point now) = 0;
+  // Corrects a reservation of `estimated` tokens by what the upstream reported as used.
+  virtual void settle(std::uint64_t estimated, std::uint64_t actual, time_point now) = 0;
+  // What an upstream response's x-ratelimit-* / retry-after headers said.
+  virtual void observe(const ratelimit_headers& h, time_point now) = 0;
+  // No request goes before `until` (a 429's retry-after).
+  virtual void block_until(time_point until) = 0;
+
+  // How long until a request of `tokens` would fit (nullopt: it fits now). Reserves nothing.
+  virtual std::optional<duration> wait_time(std::uint64_t tokens, time_point now) = 0;
+  // True when a token budget is known (configured or learned): usage is worth asking for.
+  virtual bool has_token_budget() const = 0;
+  virtual pacer_snapshot snapshot(time_point now) = 0;
+};
+
+// The local budget: this process's own buckets.
+class pacer final : public rate_budget {
  public:
   pacer(std::uint64_t requests_per_minute, std::uint64_t tokens_per_minute, time_point now);
 
-  // Reserves one request and `tokens`; nullopt when reserved, else how long until it could be.
-  std::optional<duration> try_reserve(std::uint64_t tokens, time_point now);
-  // Returns a reservation whose request never reached the upstream (e.g. connect failure).
-  void refund(std::uint64_t tokens, time_point now);
-  // Corrects a reservation of `estimated` tokens by what the upstream reported as used.
-  void settle(std::uint64_t estimated, std::uint64_t actual, time_point now);
-  void observe(const ratelimit_headers& h, time_point now);
-  // No request goes before `until` (a 429's retry-after).
-  void block_until(time_point until);
-
-  // How long until a request of `tokens` would fit (nullopt: it fits now). Reserves nothing.
-  std::optional<duration> wait_time(std::uint64_t tokens, time_point now);
-  // True when a token budget is known (configured or learned): usage is worth asking for.
-  bool has_token_budget() const;
-  pacer_snapshot snapshot(time_point now);
+  std::optional<duration> try_reserve(std::uint64_t tokens, time_point now) override;
+  void refund(std::uint64_t tokens, time_point now) override;
+  void settle(std::uint64_t estimated, std::uint64_t actual, time_point now) override;
+  void observe(const ratelimit_headers& h, time_point now) override;
+  void block_until(time_point until) override;
+  std::optional<duration> wait_time(std::uint64_t tokens, time_point now) override;
+  bool has_token_budget() const override;
+  pacer_snapshot snapshot(time_point now) override;
 
  private:
   void refill_locked(time_point now);

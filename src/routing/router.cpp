@@ -21,12 +21,8 @@ std::int64_t ns_of(time_point t) {
 }  // namespace
 
 upstream_state::upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o,
-                               time_point now)
-    : spec(s),
-      target(std::move(u)),
-      authorization(std::move(auth)),
-      breaker(circuit_of(o)),
-      pace(s.requests_per_minute, s.tokens_per_minute, now) {}
+                               std::unique_ptr<rate_budget> budget)
+    : spec(s), target(std::move(u)), authorization(std::move(auth)), breaker(circuit_of(o)), pace(std::move(budget)) {}
 
 // --- lease ---------------------------------------------------------------------------------------
 
@@ -66,24 +62,30 @@ void lease::failed(time_point now) {
 
 void lease::refund(time_point now) {
   if (!r_) return;
-  upstream().pace.refund(tokens_, now);
+  upstream().pace->refund(tokens_, now);
   tokens_ = 0;
 }
 
 void lease::settle(std::uint64_t actual, time_point now) {
   if (!r_) return;
-  upstream().pace.settle(tokens_, actual, now);
+  upstream().pace->settle(tokens_, actual, now);
   tokens_ = actual;
 }
 
 // --- router --------------------------------------------------------------------------------------
 
-router::router(const options& o, std::vector<std::string> auths, time_point now) : o_(o), rng_(0x5eed) {
+router::router(const options& o, std::vector<std::string> auths, time_point now, budget_factory budgets)
+    : o_(o), rng_(0x5eed) {
+  if (!budgets)
+    budgets = [](const upstream_spec& s, time_point t) -> std::unique_ptr<rate_budget> {
+      return std::make_unique<pacer>(s.requests_per_minute, s.tokens_per_minute, t);
+    };
   for (std::size_t i = 0; i < o.upstreams.size(); ++i) {
     auto u = upstream::parse_url(o.upstreams[i].url);
     if (!u) throw std::invalid_argument(u.err().message);  // finish() validated it already
     ups_.push_back(std::make_unique<upstream_state>(o.upstreams[i], std::move(*u),
-                                                    i < auths.size() ? std::move(auths[i]) : std::string(), o, now));
+                                                    i < auths.size() ? std::move(auths[i]) : std::string(), o,
+                                                    budgets(o.upstreams[i], now)));
   }
 }
 
@@ -116,7 +118,7 @@ bool router::has_ready_untried(std::string_view model, std::uint64_t tokens, con
     if ((i < tried.size() && tried[i]) || !u.spec.serves(model)) continue;
     if (!u.probe_ok.load(std::memory_order_relaxed) || !u.breaker.available(now) || engine_holds(u, now)) continue;
     if (u.spec.max_concurrent && u.outstanding.load(std::memory_order_relaxed) >= u.spec.max_concurrent) continue;
-    if (u.pace.wait_time(tokens, now)) continue;
+    if (u.pace->wait_time(tokens, now)) continue;
     return true;
   }
   return false;
@@ -160,7 +162,7 @@ pick_result router::pick(std::string_view model, std::uint64_t tokens, const std
       earliest = std::min<time_point>(earliest, now + busy_poll);
       continue;
     }
-    if (auto wait = u.pace.wait_time(tokens, now)) {
+    if (auto wait = u.pace->wait_time(tokens, now)) {
       out.paced = true;
       earliest = std::min(earliest, now + *wait);
       continue;
@@ -205,7 +207,7 @@ pick_result router::pick(std::string_view model, std::uint64_t tokens, const std
     bool probe = false;
     bool got_breaker = u.breaker.try_acquire(now, probe);
     std::optional<duration> wait;
-    if (got_breaker) wait = u.pace.try_reserve(tokens, now);
+    if (got_breaker) wait = u.pace->try_reserve(tokens, now);
     if (got_breaker && !wait) {
       u.outstanding.fetch_add(1, std::memory_order_relaxed);
       out.picked.r_ = this;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,14 +24,18 @@
 
 namespace sluice::routing {
 
+// Makes upstream i's paced budget: the local pacer by default; a shared one (Redis) plugs in here.
+using budget_factory = std::function<std::unique_ptr<rate_budget>(const upstream_spec& spec, time_point now)>;
+
 struct upstream_state {
-  upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o, time_point now);
+  upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o,
+                 std::unique_ptr<rate_budget> budget);
 
   const upstream_spec& spec;
   const upstream::url target;
   const std::string authorization;  // "Bearer <key>" or empty; never logged
   circuit_breaker breaker;
-  pacer pace;
+  std::unique_ptr<rate_budget> pace;  // never null
   std::atomic<std::uint64_t> outstanding{0};
   std::atomic<bool> probe_ok{true};           // the active /v1/models probe's last verdict
   std::atomic<bool> engine_saturated{false};  // the last fresh engine scrape said so
@@ -88,8 +93,9 @@ struct pick_result {
 
 class router {
  public:
-  // `authorizations[i]`: the header value for upstream i ("Bearer ..."), or empty.
-  router(const options& o, std::vector<std::string> authorizations, time_point now);
+  // `authorizations[i]`: the header value for upstream i ("Bearer ..."), or empty. `budgets` makes
+  // each upstream's paced budget (default: a local pacer seeded from its spec).
+  router(const options& o, std::vector<std::string> authorizations, time_point now, budget_factory budgets = {});
 
   std::size_t size() const noexcept { return ups_.size(); }
   upstream_state& at(std::size_t i) { return *ups_[i]; }

@@ -8,6 +8,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "upstream/connection.hpp"
+#include "upstream/framing.hpp"
 
 namespace sluice::upstream {
 
@@ -79,17 +80,7 @@ void response::abort() noexcept {
 result<std::size_t> response::read_buffered(char* dst, std::size_t cap) {
   // Decodes what is already buffered into dst: every chunk one socket read brought goes out with
   // one write of the relay.
-  auto& p = conn_->parser();
-  p.eager(true);  // one put() decodes every chunk the buffer holds, not one parser step
-  if (conn_->buffered() == 0 || p.is_done()) return std::size_t{0};
-  p.get().body().data = dst;
-  p.get().body().size = cap;
-  p.get().body().more = true;
-  error_code ec;
-  conn_->consume(p.put(net::buffer(conn_->buffered_data()), ec));
-  if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
-  if (ec) return error::make(errc::upstream_protocol, "upstream sent a malformed response body: " + ec.message());
-  return cap - p.get().body().size;
+  return decode_buffered(conn_->parser(), conn_->buffer(), dst, cap);
 }
 
 task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
@@ -104,13 +95,8 @@ task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
     else conn_->tcp().expires_after(conn_->idle_timeout);
     bool eof = false;
     error_code ec = co_await conn_->read_more(eof);
-    if (!ec && eof) {
-      p.put_eof(ec);  // the end of a close-delimited body; anything else was cut short
-      if (ec) {
-        error e = error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
-        co_return e;
-      }
-    }
+    if (!ec && eof && !end_of_input(p))  // the end of a close-delimited body; anything else was cut short
+      co_return error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
     if (ec) {
       if (ec == bhttp::error::buffer_overflow)
         co_return error::make(errc::upstream_protocol, "upstream sent a malformed response body");
@@ -218,17 +204,9 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
     const auto connect_start = std::chrono::steady_clock::now();
     std::unique_ptr<connection> c;
     // Newest idle connection first; drop the ones that are too old or that the peer closed.
-    while (!pool_->idle.empty() && !c) {
-      auto candidate = std::move(pool_->idle.back());
-      pool_->idle.pop_back();
-      if (std::chrono::steady_clock::now() - candidate->idle_since > opts_.pool_idle_timeout ||
-          candidate->looks_dead()) {
-        candidate->close();
-        continue;
-      }
-      c = std::move(candidate);
-      c->reused = true;
-    }
+    c = pool_->take(std::chrono::steady_clock::now(), opts_.pool_idle_timeout,
+                    [](connection& idle) { return idle.looks_dead(); });
+    if (c) c->reused = true;
     if (!c) {
       auto fresh = co_await connect(abort, left());
       if (!fresh) co_return std::move(fresh).err();

@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "runtime/socket_io.hpp"
+#include "upstream/framing.hpp"
 
 namespace sluice::upstream {
 
@@ -51,12 +52,8 @@ task<error_code> connection::read_head() {
   // call (and go to the client in one write); the window shrinks back for the body reads.
   auto& p = *parser_;
   while (true) {
-    error_code ec;
-    if (buffer_.size() > 0) {
-      buffer_.consume(p.put(buffer_.data(), ec));
-      if (ec == bhttp::error::need_more) ec = {};
-      if (ec || p.is_header_done()) co_return ec;
-    }
+    error_code ec = parse_head(p, buffer_);
+    if (ec || p.is_header_done()) co_return ec;
     bool eof = false;
     ec = co_await read_into_buffer(std::max(read_window_, head_read_window), eof);
     if (ec == bhttp::error::buffer_overflow) co_return bhttp::error::header_limit;
@@ -125,6 +122,21 @@ void connection::close() noexcept {
     sock.shutdown(tcp::socket::shutdown_both, ec);
     sock.close(ec);
   }
+}
+
+std::unique_ptr<connection> pool::take(std::chrono::steady_clock::time_point now, duration max_age,
+                                       const std::function<bool(connection&)>& dead) {
+  // Newest first: the likeliest to be alive, and the oldest age out.
+  while (!idle.empty()) {
+    auto c = std::move(idle.back());
+    idle.pop_back();
+    if (now - c->idle_since > max_age || dead(*c)) {
+      c->close();
+      continue;
+    }
+    return c;
+  }
+  return nullptr;
 }
 
 void pool::put(std::unique_ptr<connection> c) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <variant>
 
@@ -55,6 +56,7 @@ class connection {
   static constexpr std::size_t head_read_window = 4096;
   static constexpr std::size_t max_read_window = 16 * 1024;
   bhttp::response_parser<bhttp::buffer_body>& parser() { return *parser_; }
+  beast::flat_buffer& buffer() noexcept { return buffer_; }
   // True when the peer closed, sent unexpected bytes, or the socket is gone (idle-pool check).
   bool looks_dead() noexcept;
   void close() noexcept;
@@ -79,7 +81,12 @@ class connection {
 struct pool {
   std::vector<std::unique_ptr<connection>> idle;
   std::size_t max_idle = 0;
+  // Keeps `c` (shrunk, stamped idle now); at max_idle the oldest one is closed to make room.
   void put(std::unique_ptr<connection> c);
+  // The newest idle connection that is younger than `max_age` and not `dead`; the ones skipped on
+  // the way are closed. Null when none is left.
+  std::unique_ptr<connection> take(std::chrono::steady_clock::time_point now, duration max_age,
+                                   const std::function<bool(connection&)>& dead);
 };
 
 }  // namespace sluice::upstream

@@ -1,24 +1,9 @@
-// Upstream base URLs: "http://host:port/prefix" or "https://api.openai.com". Pure value types.
+// The upstream module's name for the shared base-URL parser (config/url.hpp).
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-#include "core/error.hpp"
+#include "config/url.hpp"
 
 namespace sluice::upstream {
-
-struct url {
-  bool tls = false;
-  std::string host;       // name or IP literal (without brackets)
-  std::uint16_t port = 0;
-  std::string base_path;  // "" or "/v1"-like prefix without a trailing slash
-  std::string host_header() const;  // "host" or "host:port" when not the scheme default
-  std::string to_string() const;    // for logs: scheme://host:port/base (never credentials)
-};
-
-// Rejects user-info ("user:pass@"), queries, fragments and unknown schemes.
-result<url> parse_url(std::string_view text);
-
+using config::parse_url;
+using config::url;
 }  // namespace sluice::upstream

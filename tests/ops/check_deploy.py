@@ -23,8 +23,11 @@ def check(name, fn):
 
 
 # --- metric names -------------------------------------------------------------------------------
-# The gateway's own metrics struct, plus the per-upstream collectable of the routing layer.
-metrics_cpp = "".join((root / f).read_text() for f in ("src/observability/metrics.cpp", "src/proxy/upstream_metrics.cpp"))
+# Every component declares its own metrics (their *_metrics files and the schema cache's); the
+# simulator and the load generator are not the gateway.
+metric_sources = sorted(p for p in (root / "src").rglob("*") if p.suffix in (".cpp", ".hpp")
+                        and p.parts[-2] not in ("sim", "loadgen", "cli"))
+metrics_cpp = "".join(p.read_text() for p in metric_sources)
 declared = set(re.findall(r'"(sluice_[a-z0-9_]+)"', metrics_cpp))
 process = {"process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_virtual_memory_bytes",
            "process_resident_memory_bytes", "process_start_time_seconds"}

@@ -1,8 +1,8 @@
-#include "upstream/url.hpp"
+#include "config/url.hpp"
 
 #include <charconv>
 
-namespace sluice::upstream {
+namespace sluice::config {
 
 std::string url::host_header() const {
   bool default_port = (tls && port == 443) || (!tls && port == 80);
@@ -17,7 +17,7 @@ std::string url::to_string() const {
 
 result<url> parse_url(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return error::make(errc::bad_request, "invalid upstream URL '" + std::string(text) + "': " + std::string(why));
+    return error::make(errc::bad_request, "invalid URL '" + std::string(text) + "': " + std::string(why));
   };
   url u;
   std::string_view rest;
@@ -30,6 +30,7 @@ result<url> parse_url(std::string_view text) {
     return bad("scheme must be http:// or https://");
   }
   if (rest.find_first_of("?#") != std::string_view::npos) return bad("query and fragment are not allowed");
+  if (rest.find_first_of(std::string_view(" \t\r\n\0", 5)) != std::string_view::npos) return bad("blanks or control characters");
   auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
@@ -42,10 +43,12 @@ result<url> parse_url(std::string_view text) {
     if (close + 1 < authority.size()) {
       if (authority[close + 1] != ':') return bad("junk after IPv6 literal");
       port = authority.substr(close + 2);
+      if (port.empty()) return bad("empty port");
     }
   } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
     host = authority.substr(0, colon);
     port = authority.substr(colon + 1);
+    if (port.empty()) return bad("empty port");
   }
   if (host.empty()) return bad("missing host");
   u.host = std::string(host);
@@ -62,4 +65,4 @@ result<url> parse_url(std::string_view text) {
   return u;
 }
 
-}  // namespace sluice::upstream
+}  // namespace sluice::config
