@@ -162,6 +162,7 @@ std::optional<error> handler::prepare_completion(http::request& req, story& st, 
                                          *cfg_.schemas);
     if (!contract) return contract.err();
     st.contract = std::move(*contract);
+    if (auto tools = check_tool_schemas(summary->tool_schemas, *cfg_.schemas); !tools) return tools.err();
   }
   return std::nullopt;
 }
