@@ -62,11 +62,12 @@ result<void> schema_options::validate() const {
     return error::make(errc::bad_request,
                        "schema-max-choices must be 1.." + std::to_string(max_checked_choices));
   if (cache_ttl < duration::zero()) return error::make(errc::bad_request, "schema-cache-ttl must not be negative");
-  // Upper bounds: past them the document bounds of schema::compile_limits (max_json_depth,
-  // max_json_values) refuse first, so a larger value could only mislead.
+  // Upper bounds, past which a larger value could only mislead: no instance is validated deeper
+  // than validate_limits::max_depth, and no schema document holds more than max_json_values values.
   const schema::compile_limits fixed;
-  if (max_depth < 1 || max_depth > fixed.max_json_depth)
-    return error::make(errc::bad_request, "schema-max-depth must be 1.." + std::to_string(fixed.max_json_depth));
+  const schema::validate_limits validation;
+  if (max_depth < 1 || max_depth > validation.max_depth)
+    return error::make(errc::bad_request, "schema-max-depth must be 1.." + std::to_string(validation.max_depth));
   if (max_properties < 1 || max_properties > fixed.max_json_values)
     return error::make(errc::bad_request, "schema-max-properties must be 1.." + std::to_string(fixed.max_json_values));
   if (max_enum_values < 1 || max_enum_values > fixed.max_json_values)

@@ -525,7 +525,7 @@ TEST(StructuredOutput, SchemaLimitOptions) {
   EXPECT_EQ(l.max_properties, 50u);
   EXPECT_EQ(l.max_enum_values, 20u);
   EXPECT_EQ(l.max_total_chars, 300u);
-  for (const char* bad : {"schema-max-depth: 0\n", "schema-max-depth: 65\n", "schema-max-properties: 0\n",
+  for (const char* bad : {"schema-max-depth: 0\n", "schema-max-depth: 129\n", "schema-max-properties: 0\n",
                           "schema-max-enum-values: 0\n", "schema-max-enum-values: 200001\n", "schema-max-total-chars: 0\n"}) {
     schema_options b;
     config::option_table bt;
