@@ -133,6 +133,8 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
                                          *cfg_.schemas);
     if (!contract) return contract.err();
     ctx.contract = std::move(*contract);
+    // Tool parameter schemas are compiled (and cached) under the same limits: a 400 naming the tool.
+    if (auto tools = check_tool_schemas(summary->tool_schemas, *cfg_.schemas); !tools) return tools.err();
   }
   return std::nullopt;
 }

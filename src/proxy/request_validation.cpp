@@ -1,7 +1,9 @@
 #include "proxy/request_validation.hpp"
 
 #include <algorithm>
+#include <cmath>
 
+#include <boost/json/error.hpp>
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -57,6 +59,87 @@ std::size_t text_size(const json::value& v) {
   return n;
 }
 
+// A step of a value's path: a member name or an array index.
+struct path_step {
+  std::string_view key;
+  std::size_t index = 0;
+  bool is_index = false;
+};
+
+// Whether `v` holds a number that is not finite, leaving the steps to the first one in `rev`,
+// innermost first. Only the numbers a parse gives as doubles can be; depth is bounded by the parse.
+bool non_finite_at(const json::value& v, std::vector<path_step>& rev) {
+  switch (v.kind()) {
+    case json::kind::double_: return !std::isfinite(v.get_double());
+    case json::kind::array: {
+      const auto& a = v.get_array();
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (non_finite_at(a[i], rev)) {
+          rev.push_back({{}, i, true});
+          return true;
+        }
+      return false;
+    }
+    case json::kind::object:
+      for (const auto& kv : v.get_object())
+        if (non_finite_at(kv.value(), rev)) {
+          rev.push_back({std::string_view(kv.key().data(), kv.key().size())});
+          return true;
+        }
+      return false;
+    default: return false;
+  }
+}
+
+// The path in the form OpenAI's `param` uses: `messages[0].content`.
+std::string param_of(const std::vector<path_step>& rev) {
+  std::string out;
+  for (auto it = rev.rbegin(); it != rev.rend(); ++it) {
+    if (it->is_index) {
+      out += "[" + std::to_string(it->index) + "]";
+    } else {
+      if (!out.empty()) out += '.';
+      out += it->key;
+    }
+  }
+  return out;
+}
+
+// Function tools' parameter schemas (chat: tools[i].function.parameters; responses:
+// tools[i].parameters), copied out of the caller's short-lived parse. Tools of other types have
+// none and pass unchecked, as does a tool without a `type` (the upstream judges those).
+result<std::vector<tool_schema_request>> tool_schemas(api which, const json::object& obj) {
+  std::vector<tool_schema_request> out;
+  const json::value* tools = obj.if_contains("tools");
+  if (which == api::completions || !tools || tools->is_null()) return out;
+  if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
+  const auto& arr = tools->get_array();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    std::string p = "tools[" + std::to_string(i) + "]";
+    if (!arr[i].is_object()) return wrong_type(p, "an object", arr[i]);
+    const json::object* fn = &arr[i].get_object();
+    const json::value* type = fn->if_contains("type");
+    if (type && !type->is_string()) return wrong_type(p + ".type", "a string", *type);
+    if (!type || type->get_string() != "function") continue;
+    if (which == api::chat_completions) {
+      const json::value* f = fn->if_contains("function");
+      if (!f) return bad("Missing required parameter: '" + p + ".function'.", p + ".function");
+      if (!f->is_object()) return wrong_type(p + ".function", "an object", *f);
+      fn = &f->get_object();
+      p += ".function";
+    }
+    const json::value* params = fn->if_contains("parameters");
+    if (!params || params->is_null()) continue;  // a function without parameters takes none
+    if (!params->is_object() && !params->is_bool()) return wrong_type(p + ".parameters", "an object", *params);
+    tool_schema_request t;
+    t.schema = json::value(*params, json::storage_ptr());  // out of the caller's short-lived parse
+    t.param = p + ".parameters";
+    if (const json::value* name = fn->if_contains("name"); name && name->is_string()) t.name = std::string(name->get_string());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 result<request_summary> validate_request(api which, std::string_view body) {
@@ -66,10 +149,23 @@ result<request_summary> validate_request(api which, std::string_view body) {
   po.max_depth = 64;
   boost::system::error_code ec;
   json::value root = json::parse(body, ec, &mr, po);
+  // Boost.JSON reads a number past a double's range as infinity, except one whose exponent itself
+  // overflows, which is this parse error: neither goes upstream.
+  if (ec == json::error::exponent_overflow)
+    return bad("We could not parse the JSON body of your request: a number's exponent is too large (numbers must "
+               "fit a 64-bit floating point value).",
+               "");
   if (ec) return bad("We could not parse the JSON body of your request: " + ec.message() + ".", "");
   if (!root.is_object()) return bad("The request body must be a JSON object.", "");
   const auto& obj = root.get_object();
   request_summary out;
+  // One walk over the parsed values; the path is built only for the number refused.
+  if (std::vector<path_step> rev; non_finite_at(root, rev)) {
+    std::string p = param_of(rev);
+    return bad("Invalid value for '" + p + "': numbers must be finite; this one does not fit a 64-bit floating point "
+               "value.",
+               p);
+  }
 
   const json::value* model = obj.if_contains("model");
   if (!model) return bad("You must provide a model parameter.", "model");
@@ -135,6 +231,9 @@ result<request_summary> validate_request(api which, std::string_view body) {
   if (!wanted) return std::move(wanted).err();
   out.output_schema = std::move(*wanted);
   if (out.output_schema && which != api::responses) out.output_schema->choices = choices;
+  auto tools = tool_schemas(which, obj);
+  if (!tools) return std::move(tools).err();
+  out.tool_schemas = std::move(*tools);
   return out;
 }
 

@@ -1,11 +1,13 @@
-// Parses and checks an OpenAI request body before anything is sent upstream: malformed JSON or a
-// wrongly typed field becomes a 400 naming the field (`param`). Pure; thread-safe.
+// Parses and checks an OpenAI request body before anything is sent upstream: malformed JSON, a
+// number that does not fit a double, or a wrongly typed field becomes a 400 naming the field
+// (`param`). What later steps need is copied out of the short-lived parse. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/json/value.hpp>
 
@@ -25,6 +27,15 @@ struct output_schema_request {
   std::uint64_t choices = 1;  // the request's `n` (chat, completions): each choice's output is checked
 };
 
+// A function tool's parameter schema (chat `tools[i].function.parameters`, responses
+// `tools[i].parameters`). Compiled only to check it before it goes upstream (structured_output.hpp,
+// check_tool_schemas); nothing is validated against it.
+struct tool_schema_request {
+  boost::json::value schema;  // an owned copy
+  std::string param;          // where it sits in the request: "tools[0].function.parameters"
+  std::string name;           // the function's name ("" when it has none)
+};
+
 struct request_summary {
   std::string model;
   bool stream = false;
@@ -32,8 +43,13 @@ struct request_summary {
   std::uint64_t max_tokens = 0;   // 0 = not given
   std::size_t prompt_chars = 0;   // rough size of the prompt, for later cost estimates
   std::optional<output_schema_request> output_schema;  // structured outputs: the requested schema
+  std::vector<tool_schema_request> tool_schemas;      // function tools with parameters, in request order
 };
 
+// A non-finite number anywhere in the body (Boost.JSON reads 1e400 as infinity) is a 400 naming
+// its path in OpenAI's form (`temperature`, `messages[0].content`, `tools[1].function.parameters...`).
+// tools: an array of objects; a `type: "function"` tool's parameters (chat: under `function`) an
+// object or a boolean when present. Legacy completions have no tools.
 result<request_summary> validate_request(api which, std::string_view body);
 
 }  // namespace sluice::proxy

@@ -50,10 +50,17 @@ struct schema_options {
   std::uint64_t cache_entries = 1000;
   std::uint64_t cache_bytes = 64 * 1024 * 1024;
   duration cache_ttl{0};                          // 0: entries never expire
+  // The limits OpenAI documents for a strict schema, applied to response and tool schemas alike
+  // (schema::compile_limits; docs/schema.md, "Limits").
+  std::uint64_t max_depth = 10;                   // nesting levels, counted through $ref targets
+  std::uint64_t max_properties = 5000;            // object property names, in total
+  std::uint64_t max_enum_values = 1000;           // enum values, in total
+  std::uint64_t max_total_chars = 120000;         // characters of property/definition names, enum/const strings
 
   void register_options(config::option_table& t);
   result<void> validate() const;
-  schema::cache_options cache_options() const;
+  schema::compile_limits compile_limits() const;
+  schema::cache_options cache_options() const;    // limits included: the cache compiles every schema
 };
 
 // Bounds of schema-max-choices: a stream keeps one incremental validator per choice index.
@@ -94,6 +101,15 @@ struct contract_headers {
 result<std::optional<output_contract>> make_output_contract(api which, std::optional<output_schema_request> wanted,
                                                             contract_headers headers, const schema_options& opts,
                                                             schema::schema_cache& cache);
+
+// Compiles each function tool's parameter schema (validate_request's tool_schemas) through the
+// cache, as schema::compile_purpose::check_only: nothing is validated against a tool schema, so
+// keywords and formats sluice does not assert are annotations there, while malformed keywords,
+// unresolvable or endless $refs and the cache's compile limits are refused as for response
+// schemas. The first refused tool is a 400 whose param is its place in the request plus the
+// compiler's pointer ("tools[0].function.parameters/properties/a/$ref"). Called right after
+// make_output_contract.
+result<void> check_tool_schemas(const std::vector<tool_schema_request>& tools, schema::schema_cache& cache);
 
 // A verdict on a whole answer or a stream, and which choice it is about. `choice` is set when the
 // verdict must name it: the request asked for n > 1 or the failing choice is not index 0.

@@ -1,6 +1,6 @@
 // Structured outputs, part 2 of 4: what a request asks for — the json_schema format read out of the
 // body (copied out of the caller's short-lived parse) — and the contract built from it, with the
-// schema from the process-wide cache.
+// schema from the process-wide cache; and the check of function tools' parameter schemas.
 #include "proxy/structured_output.hpp"
 
 namespace sluice::proxy {
@@ -114,6 +114,19 @@ result<std::optional<output_contract>> make_output_contract(api which, std::opti
   c.choices = static_cast<std::uint32_t>(wanted->choices);
   c.max_choices = static_cast<std::uint32_t>(opts.max_choices);
   return std::optional<output_contract>(std::move(c));
+}
+
+result<void> check_tool_schemas(const std::vector<tool_schema_request>& tools, schema::schema_cache& cache) {
+  for (const auto& t : tools) {
+    auto compiled = cache.get_or_compile(t.schema, schema::compile_purpose::check_only);
+    if (compiled) continue;
+    error e = std::move(compiled).err();
+    e.code = errc::bad_request;
+    e.message = "Invalid schema for function '" + t.name + "': " + e.message;
+    e.param = t.param + e.param;  // the compile error's JSON pointer, under the schema's place
+    return e;
+  }
+  return ok;
 }
 
 }  // namespace sluice::proxy

@@ -507,3 +507,113 @@ TEST(StructuredOutput, StreamCheckRefusesChoiceIndicesPastTheBound) {
   for (int i = 0; i < 1000; ++i) (void)many.on_event(obj(chunk_for(i, " ")));
   EXPECT_LE(many.choices_tracked(), 4u);
 }
+
+TEST(StructuredOutput, SchemaLimitOptions) {
+  schema_options o;
+  EXPECT_EQ(o.compile_limits().max_depth, 10u);
+  EXPECT_EQ(o.compile_limits().max_properties, 5000u);
+  EXPECT_EQ(o.compile_limits().max_enum_values, 1000u);
+  EXPECT_EQ(o.compile_limits().max_total_chars, 120000u);
+  config::option_table t;
+  o.register_options(t);
+  auto r = t.apply_yaml_text("schema-max-depth: 4\nschema-max-properties: 50\nschema-max-enum-values: 20\n"
+                             "schema-max-total-chars: 300\n");
+  ASSERT_TRUE(r.has_value()) << r.err().message;
+  EXPECT_TRUE(o.validate().has_value());
+  const schema::compile_limits l = o.cache_options().limits;  // the cache compiles under them
+  EXPECT_EQ(l.max_depth, 4u);
+  EXPECT_EQ(l.max_properties, 50u);
+  EXPECT_EQ(l.max_enum_values, 20u);
+  EXPECT_EQ(l.max_total_chars, 300u);
+  for (const char* bad : {"schema-max-depth: 0\n", "schema-max-depth: 129\n", "schema-max-properties: 0\n",
+                          "schema-max-enum-values: 0\n", "schema-max-enum-values: 200001\n", "schema-max-total-chars: 0\n"}) {
+    schema_options b;
+    config::option_table bt;
+    b.register_options(bt);
+    ASSERT_TRUE(bt.apply_yaml_text(bad).has_value()) << bad;
+    EXPECT_FALSE(b.validate().has_value()) << bad;
+  }
+}
+
+TEST(StructuredOutput, ResponseSchemaRefusedOverConfiguredLimits) {
+  schema_options o;
+  o.max_total_chars = 8;
+  o.max_depth = 2;
+  schema::schema_cache cache(o.cache_options());
+  auto wanted = [](const char* schema) {
+    output_schema_request w;
+    w.schema = json::parse(schema);
+    w.param = "response_format.json_schema.schema";
+    w.name = "x";
+    return w;
+  };
+  auto long_names = make_output_contract(api::chat_completions, wanted(R"({"properties":{"abcde":{},"fghij":{}}})"),
+                                         {}, o, cache);
+  ASSERT_FALSE(long_names.has_value());
+  EXPECT_EQ(long_names.err().code, errc::bad_request);
+  EXPECT_EQ(long_names.err().param, "response_format.json_schema.schema/properties/fghij");
+  auto deep = make_output_contract(api::chat_completions,
+                                   wanted(R"({"$defs":{"a":{"items":{"items":{"$ref":"#/$defs/b"}}},"b":{"items":{}}},"$ref":"#/$defs/a"})"),
+                                   {}, o, cache);
+  ASSERT_FALSE(deep.has_value());
+  EXPECT_EQ(deep.err().param, "response_format.json_schema.schema/$defs/b/items");
+  EXPECT_TRUE(make_output_contract(api::chat_completions, wanted(R"({"properties":{"abcd":{}}})"), {}, o, cache));
+}
+
+TEST(StructuredOutput, ToolSchemasAreCheckedThroughTheCache) {
+  schema::schema_cache cache;
+  auto tools_of = [](api which, const std::string& body) {
+    auto s = validate_request(which, body);
+    EXPECT_TRUE(s.has_value()) << body << ": " << (s ? "" : s.err().message);
+    return s ? s->tool_schemas : std::vector<tool_schema_request>{};
+  };
+  auto chat_tools = [](const std::string& tools) {
+    return R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":)" + tools + "}";
+  };
+  // A $ref into nothing, named under the tool's place in the request.
+  auto dangling = tools_of(api::chat_completions, chat_tools(R"([{"type":"function","function":{"name":"ok","parameters":{"type":"object"}}},
+      {"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"$ref":"#/$defs/city"}}}}}])"));
+  auto e = check_tool_schemas(dangling, cache);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_EQ(e.err().code, errc::bad_request);
+  EXPECT_EQ(e.err().param, "tools[1].function.parameters/properties/city/$ref");
+  EXPECT_NE(e.err().message.find("'get_weather'"), std::string::npos) << e.err().message;
+  // Responses: tools[i].parameters; an endless in-place cycle; a malformed keyword.
+  auto cycle = tools_of(api::responses, R"({"model":"m","input":"x","tools":[{"type":"function","name":"f",
+      "parameters":{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}}]})");
+  auto c = check_tool_schemas(cycle, cache);
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.err().param, "tools[0].parameters/$defs/a");
+  auto typo = tools_of(api::responses, R"({"model":"m","input":"x","tools":[{"type":"function","name":"f",
+      "parameters":{"type":"object","properties":{"n":{"type":"int"}}}}]})");
+  EXPECT_EQ(check_tool_schemas(typo, cache).err().param, "tools[0].parameters/properties/n/type");
+
+  // A non-strict tool schema as real clients send it: annotations, draft 7, formats and keywords
+  // sluice does not assert. Accepted (it validates nothing), and cached: the next request hits.
+  const std::string real = chat_tools(R"([{"type":"function","function":{"name":"create_event","strict":false,
+      "parameters":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","title":"CreateEvent",
+        "description":"Creates an event","additionalProperties":false,"required":["title"],
+        "properties":{"title":{"type":"string","description":"t","examples":["Standup"],"minLength":1},
+          "start":{"type":"string","format":"date-time"},"duration":{"type":"string","format":"duration"},
+          "attendees":{"type":"integer","format":"int32","default":1,"minimum":0},
+          "notes":{"type":"string","nullable":true,"deprecated":true},
+          "tags":{"type":"array","items":{"type":"string"},"uniqueItems":true}}}}},
+      {"type":"function","function":{"name":"no_args"}}])");
+  auto ok_tools = tools_of(api::chat_completions, real);
+  ASSERT_EQ(ok_tools.size(), 1u);
+  auto first = check_tool_schemas(ok_tools, cache);
+  EXPECT_TRUE(first.has_value()) << first.err().message;
+  const auto before = cache.snapshot();
+  EXPECT_TRUE(check_tool_schemas(tools_of(api::chat_completions, real), cache).has_value());
+  EXPECT_EQ(cache.snapshot().hits, before.hits + 1);
+  EXPECT_EQ(cache.snapshot().misses, before.misses);
+  EXPECT_TRUE(check_tool_schemas({}, cache).has_value());
+
+  // The same limits as response schemas: the cache's.
+  schema_options o;
+  o.max_depth = 1;
+  schema::schema_cache strict_cache(o.cache_options());
+  auto deep = tools_of(api::chat_completions, chat_tools(R"([{"type":"function","function":{"name":"d",
+      "parameters":{"type":"object","properties":{"a":{"type":"object","properties":{"b":{}}}}}}}])"));
+  EXPECT_EQ(check_tool_schemas(deep, strict_cache).err().param, "tools[0].function.parameters/properties/a/properties/b");
+}
