@@ -286,9 +286,10 @@ void connection::on_tick(runtime::steady::time_point now) {
 
 std::string_view scan_request_id(std::string_view raw) noexcept {
   static constexpr std::string_view name = "x-request-id:";
-  std::size_t pos = raw.find('\n');  // header lines start after the request line
-  while (pos != std::string_view::npos) {
-    const std::size_t start = pos + 1;
+  // A line starts at the beginning (the parser has consumed the lines before it: the request line
+  // and the fields it parsed) or after a line feed.
+  std::size_t start = 0;
+  while (start != std::string_view::npos) {
     if (raw.size() - start >= name.size() && beast::iequals(raw.substr(start, name.size()), name)) {
       std::size_t b = start + name.size();
       std::size_t e = raw.find_first_of("\r\n", b);
@@ -297,7 +298,8 @@ std::string_view scan_request_id(std::string_view raw) noexcept {
       while (e > b && (raw[e - 1] == ' ' || raw[e - 1] == '\t')) --e;
       return raw.substr(b, e - b);
     }
-    pos = raw.find('\n', start);
+    const std::size_t nl = raw.find('\n', start);
+    start = nl == std::string_view::npos ? nl : nl + 1;
   }
   return {};
 }

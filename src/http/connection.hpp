@@ -126,8 +126,9 @@ class connection : public runtime::watchdog::item {
   std::string failed_request_id_;
 };
 
-// The value of the first `x-request-id` header line in raw request-head bytes (case-insensitive
-// name, surrounding blanks trimmed), or "" — for requests whose head could not be parsed. Pure.
+// The value of the first `x-request-id` header line in the unparsed rest of a request head (the
+// parser consumes the request line and whole fields as it goes; a line may start at the first
+// byte): case-insensitive name, surrounding blanks trimmed, "" when there is none. Pure.
 std::string_view scan_request_id(std::string_view raw_head) noexcept;
 
 }  // namespace sluice::http

@@ -239,35 +239,7 @@ task<void> sse_relay::pump_events() {
     if (!got) break;  // ending_ says why
     const auto handling_start = read_at_ = runtime::steady::now();
     if (n == 0) {  // upstream body complete
-      if (buf_.size() > 0) {  // whitespace or a final event without its blank line: pass it on
-        const bool sent = co_await put(0, buf_.size());
-        if (!sent) {
-          res_.client_gone = true;
-          break;
-        }
-        buf_.consume(buf_.size());
-      }
-      if (events_.saw_end() || events_.saw_error_event()) {
-        if (events_.saw_end()) {  // structured outputs: the verdict event at the end (Responses API)
-          const bool sent = co_await write_verdict_event();
-          if (!sent) {
-            res_.client_gone = true;
-            break;
-          }
-        }
-        const bool ended = co_await finish_body();
-        if (!ended) {
-          res_.client_gone = true;
-          break;
-        }
-        res_.completed = events_.saw_end();
-        if (events_.saw_error_event() && !events_.saw_end())
-          res_.failure = error::make(errc::upstream_status, "upstream sent an error event");
-      } else {
-        ending_ = error::make(errc::upstream_protocol, events_.ends_on_response_completed()
-                                                           ? "upstream ended the stream without response.completed"
-                                                           : "upstream ended the stream without [DONE]");
-      }
+      co_await end_of_body();
       break;
     }
     std::size_t start = buf_.size();
@@ -279,17 +251,8 @@ task<void> sse_relay::pump_events() {
     events_.begin_chunk(start);
     auto boundary = parser_.feed(buf_.view(start, n), [this](const sse::event_view& ev) { return on_event(ev); });
     if (!boundary || ending_) {
-      // Forward every complete good event before the bad one, then the error.
       if (!ending_) ending_ = boundary.err();
-      if (events_.good_end() > 0) {
-        const bool sent = co_await put(0, start + events_.good_end());
-        if (!sent) {
-          res_.client_gone = true;
-          ending_.reset();
-          break;
-        }
-      }
-      up_.abort();
+      co_await forward_before_bad_event(start);
       break;
     }
     if (*boundary != sse::parser::npos) {
@@ -313,6 +276,49 @@ task<void> sse_relay::pump_events() {
   if (ending_ && !res_.client_gone) co_await fail_in_band();
 }
 
+task<void> sse_relay::end_of_body() {
+  if (buf_.size() > 0) {  // whitespace or a final event without its blank line: pass it on
+    if (!co_await put(0, buf_.size())) {
+      res_.client_gone = true;
+      co_return;
+    }
+    buf_.consume(buf_.size());
+  }
+  if (!events_.saw_end() && !events_.saw_error_event()) {
+    ending_ = error::make(errc::upstream_protocol, events_.ends_on_response_completed()
+                                                       ? "upstream ended the stream without response.completed"
+                                                       : "upstream ended the stream without [DONE]");
+    co_return;
+  }
+  if (events_.saw_end()) {  // structured outputs: the verdict event at the end (Responses API)
+    // Never a co_await inside && or ?: : GCC 12 miscompiles some of them.
+    const bool sent = co_await write_verdict_event();
+    if (!sent) {
+      res_.client_gone = true;
+      co_return;
+    }
+  }
+  if (!co_await finish_body()) {
+    res_.client_gone = true;
+    co_return;
+  }
+  res_.completed = events_.saw_end();
+  if (events_.saw_error_event() && !events_.saw_end())
+    res_.failure = error::make(errc::upstream_status, "upstream sent an error event");
+}
+
+task<void> sse_relay::forward_before_bad_event(std::size_t chunk_start) {
+  // Every complete good event before the bad one goes out, then (in pump_events) the error.
+  if (events_.good_end() > 0) {
+    const bool sent = co_await put(0, chunk_start + events_.good_end());
+    if (!sent) {
+      res_.client_gone = true;
+      ending_.reset();
+    }
+  }
+  up_.abort();
+}
+
 // --- structured outputs: the verdict event (annotate, opted in) -------------------------------
 
 task<bool> sse_relay::write_verdict_event() {
@@ -330,7 +336,9 @@ task<bool> sse_relay::write_events(std::size_t upto) {
   const write_plan plan = plan_write(upto, events_.take_cut());
   for (std::size_t i = 0; i < plan.count; ++i) {
     const auto& piece = plan.pieces[i];
-    const bool ok = piece.verdict ? co_await write_verdict_event() : co_await put(piece.from, piece.to - piece.from);
+    bool ok = false;  // two statements: GCC 12 miscompiles some co_awaits inside ?:
+    if (piece.verdict) ok = co_await write_verdict_event();
+    else ok = co_await put(piece.from, piece.to - piece.from);
     if (!ok) co_return false;
   }
   co_return true;

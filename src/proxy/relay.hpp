@@ -78,6 +78,12 @@ class sse_relay : public runtime::watchdog::item {
   task<bool> read_more(std::size_t& n);  // false: ending_ says why
   task<bool> put(std::size_t from, std::size_t n);
   task<bool> finish_body();
+  // The upstream body is complete: the rest of the buffer, the verdict event, the body's end; or
+  // the in-band error when the stream's end marker never came (ending_).
+  task<void> end_of_body();
+  // A malformed or refused event (ending_ says which) in the chunk at `chunk_start`: the good
+  // events before it go out, the upstream is closed.
+  task<void> forward_before_bad_event(std::size_t chunk_start);
   // The events up to `upto` end the stream and the upstream body is complete: they go out with
   // the body's last chunk in one write.
   bool ends_with_this_write(std::size_t upto) const;

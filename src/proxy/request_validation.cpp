@@ -140,6 +140,73 @@ result<std::vector<tool_schema_request>> tool_schemas(api which, const json::obj
   return out;
 }
 
+// The prompt of each API: chat `messages` (each an object with a string `role`), responses
+// `input` (and `max_output_tokens`), completions `prompt`; their size for the cost estimate.
+std::optional<error> prompt_fields(api which, const json::object& obj, request_summary& out) {
+  if (which == api::chat_completions) {
+    const json::value* messages = obj.if_contains("messages");
+    if (!messages) return bad("Missing required parameter: 'messages'.", "messages");
+    if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
+    const auto& arr = messages->get_array();
+    if (arr.empty()) return bad("Invalid 'messages': empty array. Expected an array with minimum length 1.", "messages");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      std::string p = "messages[" + std::to_string(i) + "]";
+      if (!arr[i].is_object()) return wrong_type(p, "an object", arr[i]);
+      const json::value* role = arr[i].get_object().if_contains("role");
+      if (!role) return bad("Missing required parameter: '" + p + ".role'.", p + ".role");
+      if (!role->is_string()) return wrong_type(p + ".role", "a string", *role);
+    }
+    out.prompt_chars = text_size(*messages);
+  } else if (which == api::responses) {
+    const json::value* input = obj.if_contains("input");
+    if (input && !input->is_null() && !input->is_string() && !input->is_array())
+      return wrong_type("input", "a string or an array", *input);
+    if (input) out.prompt_chars = text_size(*input);
+    if (const json::value* v = obj.if_contains("max_output_tokens"); v && !v->is_null()) {
+      if (!is_uint(*v)) return wrong_type("max_output_tokens", "a non-negative integer", *v);
+      out.max_tokens = as_uint(*v);
+    }
+  } else {
+    const json::value* prompt = obj.if_contains("prompt");
+    if (prompt && !prompt->is_null() && !prompt->is_string() && !prompt->is_array())
+      return wrong_type("prompt", "a string or an array", *prompt);
+    if (prompt) out.prompt_chars = text_size(*prompt);
+  }
+
+  return std::nullopt;
+}
+
+std::optional<error> stream_fields(const json::object& obj, request_summary& out) {
+  if (const json::value* s = obj.if_contains("stream"); s && !s->is_null()) {
+    if (!s->is_bool()) return wrong_type("stream", "a boolean", *s);
+    out.stream = s->get_bool();
+  }
+  if (const json::value* so = obj.if_contains("stream_options"); so && !so->is_null()) {
+    if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
+    if (const json::value* iu = so->get_object().if_contains("include_usage"); iu && !iu->is_null()) {
+      if (!iu->is_bool()) return wrong_type("stream_options.include_usage", "a boolean", *iu);
+      out.include_usage = iu->get_bool();
+    }
+  }
+  return std::nullopt;
+}
+
+// Token limits and `n` (whole numbers), and the sampling knobs (numbers).
+std::optional<error> sampling_fields(const json::object& obj, request_summary& out, std::uint64_t& choices) {
+  for (const char* key : {"max_tokens", "max_completion_tokens", "n"}) {
+    if (const json::value* v = obj.if_contains(key); v && !v->is_null()) {
+      if (!is_uint(*v)) return wrong_type(key, "a non-negative integer", *v);
+      if (std::string_view(key) != "n") out.max_tokens = as_uint(*v);
+      else choices = std::max<std::uint64_t>(as_uint(*v), 1);
+    }
+  }
+  for (const char* key : {"temperature", "top_p", "presence_penalty", "frequency_penalty"}) {
+    if (const json::value* v = obj.if_contains(key); v && !v->is_null() && !v->is_number())
+      return wrong_type(key, "a number", *v);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 result<request_summary> validate_request(api which, std::string_view body) {
@@ -173,59 +240,10 @@ result<request_summary> validate_request(api which, std::string_view body) {
   if (model->get_string().empty()) return bad("The model parameter must not be empty.", "model");
   out.model = std::string(model->get_string());
 
-  if (which == api::chat_completions) {
-    const json::value* messages = obj.if_contains("messages");
-    if (!messages) return bad("Missing required parameter: 'messages'.", "messages");
-    if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
-    const auto& arr = messages->get_array();
-    if (arr.empty()) return bad("Invalid 'messages': empty array. Expected an array with minimum length 1.", "messages");
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      std::string p = "messages[" + std::to_string(i) + "]";
-      if (!arr[i].is_object()) return wrong_type(p, "an object", arr[i]);
-      const json::value* role = arr[i].get_object().if_contains("role");
-      if (!role) return bad("Missing required parameter: '" + p + ".role'.", p + ".role");
-      if (!role->is_string()) return wrong_type(p + ".role", "a string", *role);
-    }
-    out.prompt_chars = text_size(*messages);
-  } else if (which == api::responses) {
-    const json::value* input = obj.if_contains("input");
-    if (input && !input->is_null() && !input->is_string() && !input->is_array())
-      return wrong_type("input", "a string or an array", *input);
-    if (input) out.prompt_chars = text_size(*input);
-    if (const json::value* v = obj.if_contains("max_output_tokens"); v && !v->is_null()) {
-      if (!is_uint(*v)) return wrong_type("max_output_tokens", "a non-negative integer", *v);
-      out.max_tokens = as_uint(*v);
-    }
-  } else {
-    const json::value* prompt = obj.if_contains("prompt");
-    if (prompt && !prompt->is_null() && !prompt->is_string() && !prompt->is_array())
-      return wrong_type("prompt", "a string or an array", *prompt);
-    if (prompt) out.prompt_chars = text_size(*prompt);
-  }
-
-  if (const json::value* s = obj.if_contains("stream"); s && !s->is_null()) {
-    if (!s->is_bool()) return wrong_type("stream", "a boolean", *s);
-    out.stream = s->get_bool();
-  }
-  if (const json::value* so = obj.if_contains("stream_options"); so && !so->is_null()) {
-    if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
-    if (const json::value* iu = so->get_object().if_contains("include_usage"); iu && !iu->is_null()) {
-      if (!iu->is_bool()) return wrong_type("stream_options.include_usage", "a boolean", *iu);
-      out.include_usage = iu->get_bool();
-    }
-  }
+  if (auto e = prompt_fields(which, obj, out)) return std::move(*e);
+  if (auto e = stream_fields(obj, out)) return std::move(*e);
   std::uint64_t choices = 1;
-  for (const char* key : {"max_tokens", "max_completion_tokens", "n"}) {
-    if (const json::value* v = obj.if_contains(key); v && !v->is_null()) {
-      if (!is_uint(*v)) return wrong_type(key, "a non-negative integer", *v);
-      if (std::string_view(key) != "n") out.max_tokens = as_uint(*v);
-      else choices = std::max<std::uint64_t>(as_uint(*v), 1);
-    }
-  }
-  for (const char* key : {"temperature", "top_p", "presence_penalty", "frequency_penalty"}) {
-    if (const json::value* v = obj.if_contains(key); v && !v->is_null() && !v->is_number())
-      return wrong_type(key, "a number", *v);
-  }
+  if (auto e = sampling_fields(obj, out, choices)) return std::move(*e);
   // Structured outputs: the requested schema, copied out of this parse (structured_output.cpp).
   auto wanted = extract_output_schema(which, obj);
   if (!wanted) return std::move(wanted).err();

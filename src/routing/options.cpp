@@ -7,7 +7,7 @@
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
 #include <yaml-cpp/yaml.h>
 
-#include "upstream/url.hpp"
+#include "config/url.hpp"
 
 namespace sluice::routing {
 
@@ -142,10 +142,10 @@ result<void> options::finish(const std::vector<std::string>& flag_urls, const st
     if (s.name.empty()) s.name = upstreams.size() == 1 ? "default" : "upstream-" + std::to_string(i + 1);
     if (s.key_env.empty()) s.key_env = default_key_env;
     if (s.weight == 0) return error::make(errc::bad_request, where + ": weight: must be at least 1");
-    auto u = upstream::parse_url(s.url);
+    auto u = config::parse_url(s.url);
     if (!u) return error::make(errc::bad_request, where + ": url: " + u.err().message);
     if (!s.engine_metrics.empty()) {
-      auto m = upstream::parse_url(s.engine_metrics);
+      auto m = config::parse_url(s.engine_metrics);
       if (!m) return error::make(errc::bad_request, where + ": engine-metrics: " + m.err().message);
     }
     for (std::size_t j = 0; j < i; ++j)

@@ -20,7 +20,7 @@ std::int64_t ns_of(time_point t) {
 
 }  // namespace
 
-upstream_state::upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o,
+upstream_state::upstream_state(const upstream_spec& s, config::url u, std::string auth, const options& o,
                                std::unique_ptr<rate_budget> budget)
     : spec(s), target(std::move(u)), authorization(std::move(auth)), breaker(circuit_of(o)), pace(std::move(budget)) {}
 
@@ -81,7 +81,7 @@ router::router(const options& o, std::vector<std::string> auths, time_point now,
       return std::make_unique<pacer>(s.requests_per_minute, s.tokens_per_minute, t);
     };
   for (std::size_t i = 0; i < o.upstreams.size(); ++i) {
-    auto u = upstream::parse_url(o.upstreams[i].url);
+    auto u = config::parse_url(o.upstreams[i].url);
     if (!u) throw std::invalid_argument(u.err().message);  // finish() validated it already
     ups_.push_back(std::make_unique<upstream_state>(o.upstreams[i], std::move(*u),
                                                     i < auths.size() ? std::move(auths[i]) : std::string(), o,

@@ -20,7 +20,7 @@
 #include "routing/engine_pressure.hpp"
 #include "routing/options.hpp"
 #include "routing/pacer.hpp"
-#include "upstream/url.hpp"
+#include "config/url.hpp"
 
 namespace sluice::routing {
 
@@ -28,11 +28,11 @@ namespace sluice::routing {
 using budget_factory = std::function<std::unique_ptr<rate_budget>(const upstream_spec& spec, time_point now)>;
 
 struct upstream_state {
-  upstream_state(const upstream_spec& s, upstream::url u, std::string auth, const options& o,
+  upstream_state(const upstream_spec& s, config::url u, std::string auth, const options& o,
                  std::unique_ptr<rate_budget> budget);
 
   const upstream_spec& spec;
-  const upstream::url target;
+  const config::url target;
   const std::string authorization;  // "Bearer <key>" or empty; never logged
   circuit_breaker breaker;
   std::unique_ptr<rate_budget> pace;  // never null

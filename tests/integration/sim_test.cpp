@@ -275,9 +275,13 @@ TEST_F(sim_fixture, TokensKeepTheirScheduleAfterAHeldWrite) {
   EXPECT_EQ(s.timer_waits, 9u);
   EXPECT_GE(s.timer_late_100ms, 3u) << "the last tokens were due long before the client read";
   // One delay after each write would put the tokens not written by 1200 ms at 100 ms intervals
-  // from then: 1.8 s here (sanitizers slow the 10 MiB of content down as well).
+  // from then: 1.8 s here. Under sanitizers the 10 MiB of content alone takes 300-500 ms more,
+  // and up to 700 ms more with the other core busy (CI runs two tests at once): 1.53-1.70 s were
+  // measured for the fixed schedule, too close to any bound that the old pacing would miss. There
+  // the timer counters above carry the check (the old pacing armed each wait after its write, so
+  // no wait was late), and the bound only guards against a stream that stalls.
 #if defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(took, 1700ms);
+  EXPECT_LT(took, 2500ms);
 #else
   EXPECT_LT(took, 1500ms);
 #endif
