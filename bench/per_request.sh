@@ -10,11 +10,13 @@
 #     the difference between a short and a long flood, so start-up cancels out)
 #
 #   bash bench/per_request.sh                  # ~1 minute
+#   SLUICE_BASELINE=/path/to/old/sluice bash bench/per_request.sh   # adds target `baseline`, the
+#                                              previous binary, alternated with the new one
 #   REPEAT=5 CONCURRENCY=1 bash bench/per_request.sh
 #
 # Env: SLUICE (build/sluice, built when missing and NO_BUILD is not 1), NGINX (/usr/sbin/nginx),
 # REPEAT (3), CONCURRENCY (8), REQUESTS (20000), THREADS (2: sluice threads, nginx workers),
-# OUT (bench/out/per-request-<time>).
+# OUT (bench/out/per-request-<time>), SLUICE_BASELINE (a previous binary, target `baseline`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -37,6 +39,17 @@ bench_spawn "$OUT/sluice.log" "$BIN" serve --listen 127.0.0.1:$sluice_port --ups
 sluice_pid=$BENCH_LAST_PID
 bench_wait_tcp "$sluice_port" "$sluice_pid" || bench_die "sluice did not start"
 targets="direct:$sim_port sluice:$sluice_port"
+baseline_pid=""
+if [ -n "${SLUICE_BASELINE:-}" ]; then
+  mkdir -p "$BENCH_TMP/baseline"
+  BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
+  baseline_port=$(bench_free_port)
+  bench_spawn "$OUT/baseline.log" "$BASE_BIN" serve --listen 127.0.0.1:$baseline_port --upstream http://127.0.0.1:$sim_port \
+    --threads "$THREADS" --max-streams 4000 --queue-depth 4000 --log-level warn
+  baseline_pid=$BENCH_LAST_PID
+  bench_wait_tcp "$baseline_port" "$baseline_pid" || bench_die "the baseline sluice did not start"
+  targets="$targets baseline:$baseline_port"
+fi
 if [ -x "$NGINX" ]; then
   bench_nginx_conf "$BENCH_TMP/nginx" "$THREADS" "$(ulimit -n)" "$nginx_port" "$sim_port" reuseport
   bench_spawn "$OUT/nginx.log" "$NGINX" -p "$BENCH_TMP/nginx" -e "$BENCH_TMP/nginx/err.log" -c "$BENCH_TMP/nginx/nginx.conf"
@@ -65,7 +78,7 @@ for rep in $(seq 1 "$REPEAT"); do
   for t in $targets; do
     name=${t%%:*} port=${t##*:}
     pids=""
-    case $name in sluice) pids=$(tree_pids "$sluice_pid") ;; nginx) pids=$(tree_pids "$nginx_pid") ;; esac
+    case $name in sluice) pids=$(tree_pids "$sluice_pid") ;; baseline) pids=$(tree_pids "$baseline_pid") ;; nginx) pids=$(tree_pids "$nginx_pid") ;; esac
     [ -n "$pids" ] && before=$(cpu_ticks "$pids")
     flood "$port" "$REQUESTS" "$OUT/$name-$rep.json"
     if [ -n "$pids" ]; then
@@ -79,7 +92,7 @@ done
 if [ "$STRACE" = 1 ] && command -v strace >/dev/null; then
   for t in $targets; do
     name=${t%%:*} port=${t##*:}
-    case $name in sluice) pids=$(tree_pids "$sluice_pid") ;; nginx) pids=$(tree_pids "$nginx_pid") ;; *) continue ;; esac
+    case $name in sluice) pids=$(tree_pids "$sluice_pid") ;; baseline) pids=$(tree_pids "$baseline_pid") ;; nginx) pids=$(tree_pids "$nginx_pid") ;; *) continue ;; esac
     args=(); for p in $pids; do args+=(-p "$p"); done
     strace -c -f "${args[@]}" -o "$OUT/$name.strace" & st=$!
     sleep 1
@@ -91,9 +104,9 @@ if [ "$STRACE" = 1 ] && command -v strace >/dev/null; then
 fi
 
 if [ "$CALLGRIND" = 1 ] && command -v valgrind >/dev/null; then
-  run_cg() {  # REQUESTS -> prints total Ir
-    local port; port=$(bench_free_port)
-    bench_spawn "$OUT/cg-$1.log" valgrind --tool=callgrind --callgrind-out-file="$BENCH_TMP/cg-$1.out" "$BIN" serve \
+  run_cg() {  # REQUESTS [BINARY] -> prints total Ir
+    local port bin=${2:-$BIN}; port=$(bench_free_port)
+    bench_spawn "$OUT/cg-$1.log" valgrind --tool=callgrind --callgrind-out-file="$BENCH_TMP/cg-$1.out" "$bin" serve \
       --listen 127.0.0.1:$port --upstream http://127.0.0.1:$sim_port --threads 1 --max-streams 4000 --queue-depth 4000 \
       --log-level warn
     local pid=$BENCH_LAST_PID
@@ -104,6 +117,10 @@ if [ "$CALLGRIND" = 1 ] && command -v valgrind >/dev/null; then
   }
   small=$(run_cg 200) large=$(run_cg 2200)
   echo "{\"instructions_per_request\": $(( (large - small) / 2000 ))}" >"$OUT/callgrind.json"
+  if [ -n "$baseline_pid" ]; then
+    small=$(run_cg 200 "$BASE_BIN") large=$(run_cg 2200 "$BASE_BIN")
+    echo "{\"instructions_per_request\": $(( (large - small) / 2000 ))}" >"$OUT/callgrind-baseline.json"
+  fi
 fi
 
 node - "$OUT" "$REPEAT" <<'JS'
@@ -112,7 +129,7 @@ const [out, rep] = [process.argv[2], Number(process.argv[3])];
 const load = (f) => { try { return JSON.parse(fs.readFileSync(path.join(out, f), "utf8")); } catch { return null; } };
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const rows = {};
-for (const name of ["direct", "sluice", "nginx"]) {
+for (const name of ["direct", "sluice", "baseline", "nginx"]) {
   const runs = [...Array(rep).keys()].map((i) => load(`${name}-${i + 1}.json`)).filter(Boolean);
   if (!runs.length) continue;
   const cpu = [...Array(rep).keys()].map((i) => load(`${name}-${i + 1}.cpu.json`)).filter(Boolean);
@@ -133,7 +150,11 @@ for (const [name, r] of Object.entries(rows)) {
   const sc = r.syscalls == null ? "–" : r.syscalls.toFixed(1) + ratio(r.syscalls, n.syscalls);
   console.log(`| ${name} | ${r.ok} / ${r.failed} | ${r.p50.toFixed(3)} / ${r.p99.toFixed(3)} | ${cpu} | ${sc} |`);
 }
-const cg = load("callgrind.json");
-if (cg) console.log(`\nsluice user-space instructions per request (callgrind, --threads 1): ${cg.instructions_per_request}`);
+const cg = load("callgrind.json"), cgb = load("callgrind-baseline.json");
+if (cg) console.log(`\nsluice user-space instructions per request (callgrind, --threads 1): ${cg.instructions_per_request}` +
+  (cgb ? `; the baseline binary: ${cgb.instructions_per_request} (new / old ${(cg.instructions_per_request / cgb.instructions_per_request).toFixed(3)})` : ""));
+const b = rows.baseline, s = rows.sluice;
+if (b && s) console.log(`\nnew / old: CPU per request ${(s.usPerReq / b.usPerReq).toFixed(3)}, TTFT p50 ${(s.p50 / b.p50).toFixed(3)}, p99 ${(s.p99 / b.p99).toFixed(3)}` +
+  (s.syscalls && b.syscalls ? `, syscalls ${(s.syscalls / b.syscalls).toFixed(3)}` : ""));
 JS
 bench_log "raw JSON and logs in $OUT"

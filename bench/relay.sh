@@ -17,6 +17,9 @@
 #   bash bench/relay.sh --quick    # smoke run (~1 min)
 #   C_STREAMS=5000 REPEAT_A=5 bash bench/relay.sh --scenarios AC
 #
+#   SLUICE_BASELINE=/path/to/old/sluice bash bench/relay.sh   # adds target `baseline`: the previous
+#                                   binary, alternated with the new one run by run (same flags)
+#
 # Loopback only. Every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,18 +31,21 @@ usage() {
 Options:
   --quick            small sizes for a smoke run (the env vars below still win)
   --scenarios LIST   which of A, B, C, D to run, in the order given (default ABCD)
-  --targets LIST     comma-separated subset of direct,sluice,nginx (default all)
+  --targets LIST     comma-separated subset of direct,sluice,baseline,nginx (default all; baseline
+                     only with SLUICE_BASELINE)
   --threads N        sluice --threads and nginx worker_processes (default: nproc)
   --out DIR          results directory (default bench/out/relay-YYYYmmdd-HHMMSS)
   --no-build         use build/sluice (or $SLUICE_BIN) as it is
 Env: A_STREAMS A_TOKENS A_DELAY A_RAMP REPEAT_A, B_STREAMS B_REQUESTS B_TOKENS REPEAT_B,
      C_STREAMS C_TOKENS C_DELAY C_RAMP REPEAT_C, D_STREAMS D_TOKENS D_DELAY D_RAMP REPEAT_D,
      A_DURATION B_DURATION C_DURATION D_DURATION (flood --duration caps), SIM_THREADS (1), THREADS, NGINX (/usr/sbin/nginx),
-     NGINX_REUSEPORT (1), SLUICE_BIN (build/sluice), SLUICE_ARGS (extra `sluice serve` flags), TOKEN_SIZE (4)
+     NGINX_REUSEPORT (1), SLUICE_BIN (build/sluice), SLUICE_ARGS (extra `sluice serve` flags), TOKEN_SIZE (4),
+     SLUICE_BASELINE (a previous sluice binary to compare with, run as target `baseline`)
 EOF
 }
 
 QUICK=0 NO_BUILD=0 SCENARIOS=ABCD TARGETS=direct,sluice,nginx OUT=""
+[ -n "${SLUICE_BASELINE:-}" ] && TARGETS=direct,sluice,baseline,nginx
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1 ;;
@@ -79,6 +85,11 @@ NOFILE=$(bench_raise_nofile)
 NGINX_NOFILE=$(( NOFILE < 65536 ? NOFILE : 65536 ))
 CLK_TCK=$(getconf CLK_TCK)
 bench_workdirs relay "$SLUICE_BIN"
+BASE_BIN=""
+if [ -n "${SLUICE_BASELINE:-}" ]; then
+  mkdir -p "$BENCH_TMP/baseline"
+  BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
+fi
 
 # Configure sluice like the nginx reference: no admission limit below the scenario's stream count
 # (the relay is measured, not the queue) and no per-request log lines (nginx runs access_log off).
@@ -114,6 +125,7 @@ cat >"$OUT/config.json" <<EOF
  "kernel": "$(uname -r)", "nginx": "$("$NGINX" -v 2>&1 | sed 's/.*nginx\///')",
  "sluice_commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src 2>/dev/null || echo +local-changes)",
  "binary": "$SLUICE_BIN built $(date -u -r "$SLUICE_BIN" +%FT%TZ), sha256 $(sha256sum "$BIN" | cut -c1-12)",
+ "baseline": "${SLUICE_BASELINE:+$SLUICE_BASELINE, sha256 $(sha256sum "$BASE_BIN" | cut -c1-12)}",
  "sluice_args": "$SLUICE_ARGS", "started": "$(date -u +%FT%TZ)", "load_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "scenarios": "$SCENARIOS", "targets": "$TARGETS",
  "A": {"streams": $A_STREAMS, "tokens": $A_TOKENS, "delay": "$A_DELAY", "ramp": "$A_RAMP", "repeat": $REPEAT_A},
@@ -138,8 +150,11 @@ start_target() {
   local target=$1 logf=$2
   case $target in
     direct) T_PID=$SIM_PID T_PORT=$SIM_PORT ;;
-    sluice)
-      OPENAI_API_KEY=sk-bench-not-a-real-key bench_spawn "$logf" "$BIN" serve \
+    sluice|baseline)
+      local bin=$BIN
+      [ "$target" = baseline ] && bin=$BASE_BIN
+      [ -n "$bin" ] || bench_die "target baseline needs SLUICE_BASELINE"
+      OPENAI_API_KEY=sk-bench-not-a-real-key bench_spawn "$logf" "$bin" serve \
         --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$SIM_PORT" --threads "$THREADS" $SLUICE_ARGS
       T_PID=$BENCH_LAST_PID
       T_PORT=$(bench_wait_port "$logf" "$T_PID") || bench_die "sluice serve did not start"

@@ -24,7 +24,7 @@ const median = (xs) => {
 // runs[scenario][target] = [{rep, flood, proc, meta}]
 const runs = {};
 for (const f of fs.readdirSync(dir)) {
-  const m = f.match(/^([ABCD])-(direct|sluice|nginx)-(\d+)\.meta\.json$/);
+  const m = f.match(/^([ABCD])-(direct|sluice|baseline|nginx)-(\d+)\.meta\.json$/);
   if (!m) continue;
   const [, s, t, rep] = m;
   const base = path.join(dir, `${s}-${t}-${rep}`);
@@ -34,7 +34,7 @@ for (const f of fs.readdirSync(dir)) {
   });
 }
 
-const targets = ['direct', 'sluice', 'nginx'];
+const targets = ['direct', 'sluice', 'baseline', 'nginx'];
 const agg = {};
 for (const s of Object.keys(runs).sort()) {
   agg[s] = {};
@@ -116,6 +116,23 @@ out.push('Ratios in parentheses are to nginx in the same scenario (omitted where
   '(peak − baseline) of the tree\'s summed VmRSS, sampled every 50 ms, over flood\'s peak_open_streams. ' +
   'Added TTFT = the proxy\'s TTFT percentile minus the direct run\'s, paired per repetition.');
 out.push('');
+
+// The new binary against the previous one (SLUICE_BASELINE), scenario by scenario.
+if (Object.values(agg).some((a) => a.baseline)) {
+  out.push(`#### sluice against the previous binary (${cfg.baseline || 'baseline'})`);
+  out.push('');
+  out.push('| Scen. | CPU s per 100k chunks, new / old | RSS per open stream, new / old | added TTFT p99 ms, new / old |');
+  out.push('|---|---|---|---|');
+  for (const s of Object.keys(agg)) {
+    const a = agg[s].sluice, b = agg[s].baseline;
+    if (!a || !b) continue;
+    out.push(`| ${s} | ${fmt(a.cpu)} / ${fmt(b.cpu)}${ratio(a.cpu, b.cpu)} | ${fmt(a.rss / 1024, 1)} / ${fmt(b.rss / 1024, 1)} KiB${ratio(a.rss, b.rss)} | ` +
+      `${fmt(a.add99)} / ${fmt(b.add99)}${ratio(a.add99, b.add99)} |`);
+  }
+  out.push('');
+  out.push('Ratios are new / old; each repetition ran both, alternated.');
+  out.push('');
+}
 
 // Targets of issue 2.
 const S = (s, t) => (agg[s] && agg[s][t]) || null;

@@ -46,22 +46,6 @@ bool relay_events::on_data(const event_facts& facts, std::size_t end) noexcept {
   return content;
 }
 
-relay_events::cut relay_events::take_cut() noexcept {
-  cut c;
-  if (drop_to_ > drop_from_) {
-    c.drop_from = drop_from_;
-    c.drop_to = drop_to_;
-  }
-  drop_from_ = drop_to_ = 0;
-  if (verdict_at_ != no_offset) {
-    // [DONE] starts right after the last good event before it, or at the buffer's start when it
-    // is its chunk's first event.
-    c.verdict_at = verdict_at_ > 0 ? verdict_chunk_ + verdict_at_ : 0;
-    verdict_at_ = no_offset;
-  }
-  return c;
-}
-
 write_plan plan_write(std::size_t upto, const relay_events::cut& c) noexcept {
   write_plan p;
   auto add = [&p](bool verdict, std::size_t from, std::size_t to) {

@@ -52,7 +52,21 @@ class relay_events {
     std::size_t drop_from = 0, drop_to = 0;
     std::size_t verdict_at = no_offset;
   };
-  cut take_cut() noexcept;
+  cut take_cut() noexcept {
+    cut c;
+    if (drop_to_ > drop_from_) {
+      c.drop_from = drop_from_;
+      c.drop_to = drop_to_;
+    }
+    drop_from_ = drop_to_ = 0;
+    if (verdict_at_ != no_offset) {
+      // [DONE] starts right after the last good event before it, or at the buffer's start when it
+      // is its chunk's first event.
+      c.verdict_at = verdict_at_ > 0 ? verdict_chunk_ + verdict_at_ : 0;
+      verdict_at_ = no_offset;
+    }
+    return c;
+  }
 
   std::uint64_t events = 0;
   std::uint64_t content_events = 0;

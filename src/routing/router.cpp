@@ -111,15 +111,25 @@ bool router::engine_holds(const upstream_state& u, time_point now) const {
   return ns_of(now) - at <= std::chrono::duration_cast<std::chrono::nanoseconds>(o_.engine_stale_after).count();
 }
 
+router::readiness router::ready_state(upstream_state& u, std::uint64_t tokens, time_point now,
+                                      std::optional<duration>* wait) const {
+  if (!u.probe_ok.load(std::memory_order_relaxed)) return readiness::probe_failed;
+  if (!u.breaker.available(now))
+    return u.breaker.state(now) == circuit_state::open ? readiness::circuit_open : readiness::probe_in_flight;
+  if (engine_holds(u, now)) return readiness::engine_saturated;
+  if (u.spec.max_concurrent && u.outstanding.load(std::memory_order_relaxed) >= u.spec.max_concurrent)
+    return readiness::at_concurrency;
+  auto w = u.pace->wait_time(tokens, now);
+  if (wait) *wait = w;
+  return w ? readiness::paced : readiness::ready;
+}
+
 bool router::has_ready_untried(std::string_view model, std::uint64_t tokens, const std::vector<bool>& tried,
                                time_point now) {
   for (std::size_t i = 0; i < ups_.size(); ++i) {
     auto& u = *ups_[i];
     if ((i < tried.size() && tried[i]) || !u.spec.serves(model)) continue;
-    if (!u.probe_ok.load(std::memory_order_relaxed) || !u.breaker.available(now) || engine_holds(u, now)) continue;
-    if (u.spec.max_concurrent && u.outstanding.load(std::memory_order_relaxed) >= u.spec.max_concurrent) continue;
-    if (u.pace->wait_time(tokens, now)) continue;
-    return true;
+    if (ready_state(u, tokens, now) == readiness::ready) return true;
   }
   return false;
 }
@@ -138,35 +148,31 @@ pick_result router::pick(std::string_view model, std::uint64_t tokens, const std
     auto& u = *ups_[i];
     if (!u.spec.serves(model)) continue;
     any_model = true;
-    if (!u.probe_ok.load(std::memory_order_relaxed)) {
-      earliest = std::min(earliest, now + o_.probe_interval);
-      continue;
-    }
-    if (!u.breaker.available(now)) {
-      if (u.breaker.state(now) == circuit_state::open) {
-        earliest = std::min(earliest, u.breaker.retry_at());
-      } else {  // half-open with its probe in flight: the verdict is moments away
+    std::optional<duration> wait;
+    switch (ready_state(u, tokens, now, &wait)) {
+      case readiness::probe_failed: earliest = std::min(earliest, now + o_.probe_interval); continue;
+      case readiness::circuit_open: earliest = std::min(earliest, u.breaker.retry_at()); continue;
+      case readiness::probe_in_flight:  // half-open with its probe in flight: the verdict is moments away
         any_healthy_for_model = true;
         earliest = std::min<time_point>(earliest, now + busy_poll);
-      }
-      continue;
+        continue;
+      case readiness::engine_saturated:
+        any_healthy_for_model = true;
+        out.engine = true;
+        earliest = std::min<time_point>(earliest, now + busy_poll);
+        continue;
+      case readiness::at_concurrency:
+        any_healthy_for_model = true;
+        earliest = std::min<time_point>(earliest, now + busy_poll);
+        continue;
+      case readiness::paced:
+        any_healthy_for_model = true;
+        out.paced = true;
+        earliest = std::min(earliest, now + *wait);
+        continue;
+      case readiness::ready: any_healthy_for_model = true; break;
     }
-    any_healthy_for_model = true;
-    if (engine_holds(u, now)) {
-      out.engine = true;
-      earliest = std::min<time_point>(earliest, now + busy_poll);
-      continue;
-    }
-    auto outstanding = u.outstanding.load(std::memory_order_relaxed);
-    if (u.spec.max_concurrent && outstanding >= u.spec.max_concurrent) {
-      earliest = std::min<time_point>(earliest, now + busy_poll);
-      continue;
-    }
-    if (auto wait = u.pace->wait_time(tokens, now)) {
-      out.paced = true;
-      earliest = std::min(earliest, now + *wait);
-      continue;
-    }
+    const auto outstanding = u.outstanding.load(std::memory_order_relaxed);
     ready.push_back({i, static_cast<double>(outstanding) / static_cast<double>(u.spec.weight)});
   }
   if (!any_model) {

@@ -118,6 +118,20 @@ class router {
 
  private:
   friend class lease;
+  // The one readiness rule of an upstream for a request of `tokens` now, in the order the reasons
+  // are checked; `wait` (when asked) gets the pacer's wait.
+  enum class readiness : std::uint8_t {
+    ready,
+    probe_failed,
+    circuit_open,
+    probe_in_flight,  // half-open, its one probe taken
+    engine_saturated,
+    at_concurrency,
+    paced,
+  };
+  readiness ready_state(upstream_state& u, std::uint64_t tokens, time_point now,
+                        std::optional<duration>* wait = nullptr) const;
+
   const options& o_;
   std::vector<std::unique_ptr<upstream_state>> ups_;
   std::mutex rng_mu_;
