@@ -62,9 +62,15 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);
   admission_metrics_ = std::make_shared<admission::admission_metrics>(*admission_, *budget_);
   server_metrics_ = std::make_shared<http::server_metrics>(server_shared_);
+  std::vector<std::string> upstream_keys;
+  for (std::size_t i = 0; i < router_->size(); ++i)
+    if (!router_->at(i).authorization.empty())
+      upstream_keys.push_back(proxy::key_of_authorization(router_->at(i).authorization));
+  secrets_ = proxy::secret_scrubber(upstream_keys);
   services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *request_metrics_, *stream_metrics_,
                                                                 *upstream_metrics_, *admission_, *budget_, streams_,
-                                                                keys_ ? &*keys_ : nullptr, opts_.admission, drain_});
+                                                                keys_ ? &*keys_ : nullptr, opts_.admission, drain_,
+                                                                secrets_});
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.

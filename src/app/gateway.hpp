@@ -83,6 +83,7 @@ class gateway {
   admission::stream_registry streams_;
   std::optional<admission::client_keys> keys_;
   proxy::drain_state drain_;
+  proxy::secret_scrubber secrets_;  // the upstream keys, masked out of what upstreams say to clients
   std::unique_ptr<proxy::services> services_;
   std::unique_ptr<upstream::ssl::context> tls_;
   std::unique_ptr<proxy::shared_config> shared_;

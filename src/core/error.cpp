@@ -17,6 +17,7 @@ std::string_view to_string(errc c) noexcept {
     case errc::upstream_timeout: return "upstream_timeout";
     case errc::upstream_status: return "upstream_status";
     case errc::upstream_protocol: return "upstream_protocol";
+    case errc::upstream_auth: return "upstream_auth_failed";
     case errc::cancelled: return "cancelled";
     case errc::internal: return "internal";
   }

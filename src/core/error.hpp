@@ -26,6 +26,7 @@ enum class errc {
   upstream_timeout,   // upstream exceeded a phase deadline -> 504
   upstream_status,    // upstream answered non-2xx; status carried alongside -> that status
   upstream_protocol,  // upstream sent malformed HTTP or SSE -> 502
+  upstream_auth,      // the upstream refused the gateway's own key (401/403) -> 502 upstream_auth_failed
   cancelled,          // the client went away or the gateway is draining
   internal,           // a bug: caught at the session boundary -> 500
 };

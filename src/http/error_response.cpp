@@ -23,6 +23,7 @@ error_mapping map_error(const error& e) noexcept {
       return {s, s >= 500 ? "upstream_error" : "invalid_request_error", "upstream_error"};
     }
     case errc::upstream_protocol: return {502, "upstream_error", "upstream_protocol_error"};
+    case errc::upstream_auth: return {502, "upstream_error", "upstream_auth_failed"};
     case errc::cancelled: return {503, "overloaded", "request_cancelled"};
     case errc::internal: return {500, "server_error", "internal_error"};
   }

@@ -2,6 +2,7 @@
 // the outcome classified, and a retry, a failover or the end, all under one request deadline.
 #include <random>
 
+#include "observability/log.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/upstream_request.hpp"
 #include "routing/headers.hpp"
@@ -50,7 +51,10 @@ attempt_verdict classify_attempt(const attempt_outcome& o) noexcept {
       v.retry = o.failure == errc::upstream_timeout ? retry_reason::timeout : retry_reason::protocol;
       break;
     case attempt_kind::answered:
-      if (o.status == 429) {
+      if ((o.status == 401 || o.status == 403) && o.gateway_key) {
+        v.health = upstream_health::failed;
+        v.gateway_key_refused = true;
+      } else if (o.status == 429) {
         v.retry = retry_reason::status_429;  // alive, only rate limited: its pacer holds back
       } else if (o.status >= 500) {
         v.health = upstream_health::failed;
@@ -82,6 +86,10 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
     if (v.health == upstream_health::succeeded) x.lease.succeeded();
     else if (v.health == upstream_health::failed) x.lease.failed(now);
     if (v.refund) x.lease.refund(now);
+    if (v.gateway_key_refused) {
+      refuse_gateway_key(x);
+      co_return;
+    }
     const retry_window w{x.attempts, ro.max_attempts, now >= st.deadline,
                          cfg_.svc.drain.cutting.load(std::memory_order_relaxed)};
     if (!should_retry(v, w)) co_return;  // an answer to pass on, or a failure no retry can fix
@@ -96,6 +104,19 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
       if (!co_await pause(d, ctx.cancel)) co_return;
     }
   }
+}
+
+void pipeline::refuse_gateway_key(exchange& x) {
+  // The operator's problem, not the client's: a revoked or wrong key in the config. The client
+  // gets the gateway's own 502; the upstream's body, which may quote the key, is dropped.
+  const auto& u = x.lease.upstream();
+  obs::log_warn("upstream refused the gateway's API key: check its key-env",
+                {{"upstream", std::string_view(u.spec.name)}, {"status", static_cast<std::uint64_t>(x.status)}});
+  error e = error::make(errc::upstream_auth, "The upstream refused the gateway's credentials; retry later.");
+  e.api_code = "upstream_auth_failed";
+  x.failure = std::move(e);
+  x.response.reset();
+  x.body.reset();
 }
 
 task<bool> pipeline::pick_or_hold(request_context& ctx, exchange& x, attempt_state& st) {
@@ -160,6 +181,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   const auto left = std::chrono::duration_cast<duration>(ctx.start + cfg_.router.settings().request_timeout - now);
   auto r = co_await clients_.at(idx)->send(call.req, ctx.cancel.upstream(), left);
   attempt_outcome out;
+  out.gateway_key = !u.authorization.empty();
   if (!r) {
     if (r.err().code == errc::cancelled || ctx.cancel.cancelled()) co_return attempt_outcome{attempt_kind::cancelled};
     cfg_.svc.upstreams.responded(idx, 0);

@@ -26,6 +26,8 @@ namespace sluice::proxy {
 struct upstream_call {
   upstream::request req;
   std::string client_authorization;  // pass-through mode only: the client's own key
+  // The client's OpenAI-Organization / OpenAI-Project: sent only with the client's own key.
+  std::string client_organization, client_project;
   bool usage_injected = false;       // the body now asks for usage the client did not ask for
   std::string alternate_body;        // the other variant of the body (injected or original)
   // May the body be rewritten to ask for usage (streams of chat/completions that did not ask)?
@@ -66,6 +68,7 @@ struct attempt_outcome {
   bool sse = false;               // answered: a 2xx event stream (its outcome is known at its end)
   errc failure = errc::internal;  // send/body failures
   bool retryable = false;         // send failures: the error says another attempt could help
+  bool gateway_key = false;       // the request carried the gateway's own key (not the client's)
 };
 
 // What the outcome means for the upstream's circuit breaker.
@@ -75,11 +78,15 @@ struct attempt_verdict {
   upstream_health health = upstream_health::succeeded;
   bool refund = false;                // the request never reached the upstream: its budget back
   std::optional<retry_reason> retry;  // another attempt could fix it
+  // The upstream refused the gateway's own key: its body (which may quote the key) must not reach
+  // the client, and the upstream is at fault, not the client.
+  bool gateway_key_refused = false;
 };
 
 // Pure: 429 is a live upstream that is only rate limited (retry, the pacer holds back); 5xx,
-// timeouts and broken connections count against it and are retried; other answers are final; a
-// stream's health is reported when it ends.
+// timeouts and broken connections count against it and are retried; a 401/403 to the gateway's own
+// key counts against it and is final (a 502 of the gateway's); other answers are final; a stream's
+// health is reported when it ends.
 attempt_verdict classify_attempt(const attempt_outcome& o) noexcept;
 
 struct retry_window {

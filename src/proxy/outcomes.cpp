@@ -26,6 +26,7 @@ std::string_view reason_of(const error& e) noexcept {
   // api_code is set by sluice from a fixed set of literals (never from client or upstream text).
   if (e.api_code == "model_not_found") return "model_not_found";
   if (e.api_code == "schema_violation") return "schema_violation";
+  if (e.api_code == "upstream_auth_failed") return "upstream_auth_failed";
   return to_string(e.code);
 }
 

@@ -74,6 +74,8 @@ class pipeline final : public http::request_handler {
   // why: a failure to send, or the request was cancelled).
   task<bool> pick_or_hold(request_context& ctx, exchange& x, attempt_state& st);
   task<attempt_outcome> attempt(request_context& ctx, upstream_call& call, exchange& x);
+  // A 401/403 to the gateway's own key: the exchange ends with the gateway's 502.
+  void refuse_gateway_key(exchange& x);
 
   // --- answers (respond.cpp) ---
   task<void> send_error(request_context& ctx, const error& e, const bhttp::fields* extra = nullptr);

@@ -125,6 +125,13 @@ bool sse_relay::on_event(const sse::event_view& ev) {
       return false;
     }
   }
+  if (facts.has_error || facts.type == event_facts::type_kind::failed || facts.type == event_facts::type_kind::error) {
+    // The upstream's own error event goes to the client: without the gateway's keys in it. Its
+    // bytes start after the chunk's last good event, or at the buffer's start when it is the
+    // chunk's first (the buffer then holds its beginning).
+    const std::size_t from = events_.good_end() > 0 ? events_.chunk_start() + events_.good_end() : 0;
+    svc_.secrets.scrub(buf_.mutable_data() + from, events_.chunk_start() + ev.end - from);
+  }
   if (events_.on_data(facts, ev.end)) {
     // Every event of one read arrived together: they share the read's time (one clock read per
     // read, not per event).

@@ -133,6 +133,7 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   for (const auto& [k, v] : output_check.headers) res.set(k, v);
   if (status / 100 != 2) {
     res.body() = upstream_error_body(status, body);
+    cfg_.svc.secrets.scrub(res.body());  // an upstream may quote (pieces of) the key it was sent
     res.set(bhttp::field::content_type, "application/json");
     end.reason = to_string(errc::upstream_status);
   } else {

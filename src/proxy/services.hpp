@@ -12,6 +12,7 @@
 #include "admission/stream_registry.hpp"
 #include "observability/metrics.hpp"
 #include "proxy/request_metrics.hpp"
+#include "proxy/secret_scrubber.hpp"
 #include "proxy/stream_metrics.hpp"
 #include "proxy/upstream_metrics.hpp"
 
@@ -34,6 +35,8 @@ struct services {
   admission::key_limits* keys;  // null: no client keys configured (no authentication); local: client_keys
   const admission::options& admission_opts;
   drain_state& drain;
+  // The gateway's upstream keys, masked out of whatever an upstream says to a client.
+  const secret_scrubber& secrets;
 };
 
 }  // namespace sluice::proxy

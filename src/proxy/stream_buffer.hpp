@@ -22,6 +22,7 @@ class stream_buffer {
   void commit(std::size_t n) noexcept { size_ += n; }
 
   const char* data() const noexcept { return data_.get(); }
+  char* mutable_data() noexcept { return data_.get(); }  // bytes already read, to rewrite in place
   std::size_t size() const noexcept { return size_; }
   std::size_t capacity() const noexcept { return cap_; }
   std::size_t max() const noexcept { return max_; }

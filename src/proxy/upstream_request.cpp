@@ -17,15 +17,25 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
     if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
   return true;
 }
+bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && starts_with_ci(a, b); }
 }  // namespace
 
 bool forwardable(std::string_view name) {
-  if (starts_with_ci(name, "x-sluice-") || starts_with_ci(name, "x-request-id") || starts_with_ci(name, "x-forwarded-"))
+  // The allow-list (docs/routing.md, "What goes upstream"): OpenAI's own headers and custom x-
+  // headers, less the ones that carry credentials, identity sluice sets itself, or sluice's controls.
+  // OpenAI-Organization and OpenAI-Project are decided per attempt (prepare_attempt).
+  if (iequals(name, "openai-organization") || iequals(name, "openai-project")) return false;
+  if (starts_with_ci(name, "x-sluice-") || iequals(name, "x-request-id") || starts_with_ci(name, "x-forwarded-") ||
+      iequals(name, "x-real-ip") || iequals(name, "x-api-key") || starts_with_ci(name, "x-amz-") ||
+      iequals(name, "x-goog-api-key"))
     return false;
   return starts_with_ci(name, "openai-") || starts_with_ci(name, "x-");
 }
 
 bool passback(std::string_view name) {
+  // Not the organization or project the upstream billed: with the gateway's key they are the
+  // gateway's account, and a client with its own key knows its own.
+  if (iequals(name, "openai-organization") || iequals(name, "openai-project")) return false;
   return starts_with_ci(name, "x-ratelimit-") || starts_with_ci(name, "retry-after") ||
          starts_with_ci(name, "openai-");
 }
@@ -52,8 +62,10 @@ upstream_call make_upstream_call(http::request& client, std::string_view request
     if (forwardable(f.name_string())) up.set(f.name_string(), f.value());
   if (pass_through) {
     // No sluice client keys: the client's key is the upstream's. (With client keys, the client's
-    // key is sluice's own: never sent on.)
+    // key is sluice's own: never sent on.) Its organization and project go with it, and only then.
     if (auto it = client.find(bhttp::field::authorization); it != client.end()) call.client_authorization = it->value();
+    if (auto it = client.find("openai-organization"); it != client.end()) call.client_organization = it->value();
+    if (auto it = client.find("openai-project"); it != client.end()) call.client_project = it->value();
   }
   up.set("x-request-id", request_id);
   if (client.method() == bhttp::verb::post) {
@@ -69,9 +81,25 @@ void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std:
                      routing::usage_mode mode) {
   auto& req = call.req;
   req.target(u.target.base_path + std::string(path));
-  if (!u.authorization.empty()) req.set(bhttp::field::authorization, u.authorization);
-  else if (!call.client_authorization.empty()) req.set(bhttp::field::authorization, call.client_authorization);
-  else req.erase(bhttp::field::authorization);
+  // Who is billed goes with whose key: the upstream's configured organization and project with
+  // the gateway's key, the client's with the client's own key, none without a key.
+  auto set_or_erase = [&req](std::string_view name, const std::string& value) {
+    if (value.empty()) req.erase(name);
+    else req.set(name, value);
+  };
+  if (!u.authorization.empty()) {
+    req.set(bhttp::field::authorization, u.authorization);
+    set_or_erase("openai-organization", u.spec.organization);
+    set_or_erase("openai-project", u.spec.project);
+  } else if (!call.client_authorization.empty()) {
+    req.set(bhttp::field::authorization, call.client_authorization);
+    set_or_erase("openai-organization", call.client_organization);
+    set_or_erase("openai-project", call.client_project);
+  } else {
+    req.erase(bhttp::field::authorization);
+    req.erase("openai-organization");
+    req.erase("openai-project");
+  }
   if (!call.may_inject_usage) return;
   // Ask for usage where a token budget is to be settled; the relay strips it again.
   const bool want = mode == routing::usage_mode::always || u.pace->has_token_budget();

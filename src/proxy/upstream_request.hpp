@@ -14,10 +14,13 @@
 
 namespace sluice::proxy {
 
-// Client headers worth passing on: OpenAI's own and custom x- headers, never hop-by-hop ones,
-// never the client's credentials, never sluice's own controls.
+// Client headers passed on as they are (the allow-list of docs/routing.md): OpenAI's own and custom
+// x- headers; never hop-by-hop ones, credentials (Authorization is set per attempt; x-api-key and
+// other providers' key headers never), identity sluice sets (x-request-id, x-forwarded-*),
+// sluice's own controls (x-sluice-*), nor OpenAI-Organization / OpenAI-Project (per attempt).
 bool forwardable(std::string_view name);
-// Upstream response headers worth passing back to the client.
+// Upstream response headers passed back: rate limits, retry-after, OpenAI's own (less the
+// organization and project that were billed).
 bool passback(std::string_view name);
 
 // The call for `client` (its body is moved out). `pass_through`: no client keys are configured,

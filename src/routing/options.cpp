@@ -60,6 +60,9 @@ void upstream_spec::register_options(config::option_table& t) {
            requests_per_minute)
       .add("tokens-per-minute", "this upstream's token rate limit (0: learn from its headers)", tokens_per_minute)
       .add("probe", "actively probe GET /v1/models every probe-interval", probe)
+      .add("organization", "OpenAI-Organization sent with this upstream's key (the client's is never sent with it)",
+           organization)
+      .add("project", "OpenAI-Project sent with this upstream's key (the client's is never sent with it)", project)
       .add("engine-metrics", "Prometheus URL of the inference engine behind it (vLLM, llama.cpp)",
            engine_metrics);
 }
@@ -84,7 +87,7 @@ result<std::vector<upstream_spec>> parse_upstreams_yaml(std::string_view yaml_te
 
 void options::register_options(config::option_table& t) {
   t.add_node("upstreams", "list of upstreams: name, url, key-env, weight, models, max-concurrent, "
-                          "requests-per-minute, tokens-per-minute, probe, engine-metrics",
+                          "requests-per-minute, tokens-per-minute, probe, engine-metrics, organization, project",
              [this](const YAML::Node& n) -> result<void> {
                if (!n.IsSequence()) return error::make(errc::bad_request, "expected a list of upstreams");
                std::size_t i = upstreams.size();

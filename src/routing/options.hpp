@@ -31,6 +31,10 @@ struct upstream_spec {
   std::uint64_t tokens_per_minute = 0;    // seeds its token bucket; 0: unknown until headers say
   bool probe = false;                  // actively GET /v1/models every probe-interval
   std::string engine_metrics;          // Prometheus URL of the engine behind it (vLLM, llama.cpp)
+  // Sent as OpenAI-Organization / OpenAI-Project with the gateway's key (empty: not sent); the
+  // client's own values never go with the gateway's key.
+  std::string organization;
+  std::string project;
 
   bool serves(std::string_view model) const;
   // Registers the per-upstream keys (name, url, key-env, weight, models, ...) on `t`.
