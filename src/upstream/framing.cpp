@@ -6,8 +6,8 @@ namespace sluice::upstream {
 
 namespace bhttp = boost::beast::http;
 
-error_code parse_head(response_parser& p, boost::beast::flat_buffer& buf) {
-  error_code ec;
+boost::system::error_code parse_head(response_parser& p, boost::beast::flat_buffer& buf) {
+  boost::system::error_code ec;
   if (buf.size() == 0) return ec;
   buf.consume(p.put(buf.data(), ec));
   if (ec == bhttp::error::need_more) ec = {};
@@ -20,7 +20,7 @@ result<std::size_t> decode_buffered(response_parser& p, boost::beast::flat_buffe
   p.get().body().data = dst;
   p.get().body().size = cap;
   p.get().body().more = true;
-  error_code ec;
+  boost::system::error_code ec;
   buf.consume(p.put(buf.data(), ec));
   if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
   if (ec) return error::make(errc::upstream_protocol, "upstream sent a malformed response body: " + ec.message());
@@ -28,7 +28,7 @@ result<std::size_t> decode_buffered(response_parser& p, boost::beast::flat_buffe
 }
 
 bool end_of_input(response_parser& p) {
-  error_code ec;
+  boost::system::error_code ec;
   p.put_eof(ec);
   return !ec;
 }

@@ -10,8 +10,9 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
+#include <boost/system/error_code.hpp>
+
 #include "core/error.hpp"
-#include "runtime/asio.hpp"
 
 namespace sluice::upstream {
 
@@ -19,7 +20,7 @@ using response_parser = boost::beast::http::response_parser<boost::beast::http::
 
 // Parses the head from what `buf` holds, consuming what it used. {} with p.is_header_done() when
 // the head is complete, {} without it when more bytes are needed; an error for a malformed head.
-error_code parse_head(response_parser& p, boost::beast::flat_buffer& buf);
+boost::system::error_code parse_head(response_parser& p, boost::beast::flat_buffer& buf);
 
 // Decodes the body bytes `buf` already holds into dst[0, cap), consuming what it used: the bytes
 // written, 0 when nothing decodable is buffered (or the body is complete). A malformed body

@@ -127,8 +127,13 @@ void expect_line(const boost::json::object& rec, const ending& want) {
 // Exactly one sample more, with these labels.
 void expect_counted_once(const std::map<labels, double>& before, std::map<labels, double> after, const ending& want) {
   double moved = 0;
-  for (const auto& [k, v] : after) moved += v - (before.count(k) ? before.at(k) : 0.0);
-  EXPECT_EQ(moved, 1.0) << "sluice_requests_total moves exactly once";
+  std::string moves;
+  for (const auto& [k, v] : after) {
+    const double d = v - (before.count(k) ? before.at(k) : 0.0);
+    moved += d;
+    if (d != 0) moves += " " + k.first + "/" + k.second + "+" + std::to_string(d);
+  }
+  EXPECT_EQ(moved, 1.0) << "sluice_requests_total moves exactly once; moved:" << moves;
   const labels key{want.route, want.outcome};
   EXPECT_EQ(after[key] - (before.count(key) ? before.at(key) : 0.0), 1.0) << "with the log line's route and outcome";
 }

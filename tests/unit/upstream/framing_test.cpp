@@ -40,9 +40,11 @@ decoded feed(const std::string& wire, const std::vector<std::size_t>& cuts, bool
   pieces.push_back(wire.size());
   for (std::size_t end : pieces) {
     if (end < at) continue;
-    auto space = buf.prepare(end - at);
-    std::memcpy(space.data(), wire.data() + at, end - at);
-    buf.commit(end - at);
+    if (end > at) {
+      auto space = buf.prepare(end - at);
+      std::memcpy(space.data(), wire.data() + at, end - at);
+      buf.commit(end - at);
+    }
     at = end;
     if (!p.is_header_done()) {
       if (auto ec = parse_head(p, buf)) {
