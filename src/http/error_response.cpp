@@ -30,7 +30,9 @@ error_mapping map_error(const error& e) noexcept {
   return {500, "server_error", "internal_error"};
 }
 
-std::string error_body(const error& e) {
+namespace {
+
+boost::json::object error_object(const error& e) {
   auto m = map_error(e);
   boost::json::object inner;
   inner["message"] = e.message;
@@ -39,9 +41,27 @@ std::string error_body(const error& e) {
   if (!e.api_code.empty()) inner["code"] = e.api_code;
   else if (!m.code.empty()) inner["code"] = m.code;
   else inner["code"] = nullptr;
+  return inner;
+}
+
+}  // namespace
+
+std::string error_body(const error& e) {
   boost::json::object outer;
-  outer["error"] = std::move(inner);
+  outer["error"] = error_object(e);
   return boost::json::serialize(outer);
+}
+
+std::string responses_error_event(const error& e, std::int64_t sequence_number) {
+  boost::json::object inner = error_object(e);
+  boost::json::object ev;
+  ev["type"] = "error";
+  ev["code"] = inner["code"];
+  ev["message"] = inner["message"];
+  ev["param"] = inner["param"];
+  ev["sequence_number"] = sequence_number;
+  ev["error"] = std::move(inner);
+  return boost::json::serialize(ev);
 }
 
 response make_error_response(const error& e, unsigned version, bool keep_alive) {

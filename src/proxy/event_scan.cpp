@@ -12,9 +12,9 @@ using boost::json::string_view;
 using boost::system::error_code;
 
 // Names are compared only when complete; a name longer than any we look for is simply not ours.
-constexpr std::size_t name_cap = 24;
+constexpr std::size_t name_cap = 40;
 
-enum class top_key : std::uint8_t { other, choices, usage, error, type };
+enum class top_key : std::uint8_t { other, choices, usage, error, type, response, sequence_number };
 enum class usage_key : std::uint8_t { other, completion_tokens, prompt_tokens, output_tokens, input_tokens };
 
 class scan_handler {
@@ -32,6 +32,8 @@ class scan_handler {
   bool on_object_begin(error_code&) {
     if (depth_ == 0) top_object_ = true;
     else if (depth_ == 1 && top_ == top_key::usage) f_.usage_object = true;
+    else if (depth_ == 1 && top_ == top_key::response) response_object_ = true;
+    else if (in_response_usage_key()) response_usage_object_ = true;
     enter(false);
     return true;
   }
@@ -58,6 +60,7 @@ class scan_handler {
       name_len_ = 0;
     }
     if (depth_ == 1) top_ = classify_top(name);
+    else if (depth_ == 2 && top_ == top_key::response) response_usage_ = name == "usage";
     else usage_ = classify_usage(name);
     return true;
   }
@@ -75,12 +78,11 @@ class scan_handler {
   }
   bool on_number_part(string_view, error_code&) { return true; }
   bool on_int64(std::int64_t i, string_view, error_code& ec) {
-    if (depth_ == 2 && top_ == top_key::usage) set_usage(i);
+    integer(i);
     return scalar(ec);
   }
   bool on_uint64(std::uint64_t u, string_view, error_code& ec) {
-    if (depth_ == 2 && top_ == top_key::usage && u <= static_cast<std::uint64_t>(INT64_MAX))
-      set_usage(static_cast<std::int64_t>(u));
+    if (u <= static_cast<std::uint64_t>(INT64_MAX)) integer(static_cast<std::int64_t>(u));
     return scalar(ec);
   }
   bool on_double(double, string_view, error_code& ec) { return scalar(ec); }
@@ -91,12 +93,24 @@ class scan_handler {
 
   bool top_object() const noexcept { return top_object_; }
 
+  // Called once the document is complete: without a top-level usage object, the response's is it.
+  void finish() noexcept {
+    if (f_.usage_object || !response_usage_object_) return;
+    f_.usage_object = true;
+    f_.completion_tokens = nested_[0];
+    f_.prompt_tokens = nested_[1];
+    f_.output_tokens = nested_[2];
+    f_.input_tokens = nested_[3];
+  }
+
  private:
   static top_key classify_top(std::string_view n) noexcept {
     if (n == "choices") return top_key::choices;
     if (n == "usage") return top_key::usage;
     if (n == "error") return top_key::error;
     if (n == "type") return top_key::type;
+    if (n == "response") return top_key::response;
+    if (n == "sequence_number") return top_key::sequence_number;
     return top_key::other;
   }
   static usage_key classify_usage(std::string_view n) noexcept {
@@ -112,19 +126,41 @@ class scan_handler {
     else if (v == "response.incomplete") f_.type = t::incomplete;
     else if (v == "response.failed") f_.type = t::failed;
     else if (v == "error") f_.type = t::error;
+    else if (v == "response.output_text.delta" || v == "response.refusal.delta" ||
+             v == "response.function_call_arguments.delta")
+      f_.type = t::text_delta;
   }
-  void set_usage(std::int64_t v) noexcept {
-    if (!f_.usage_object) return;
+  // An integer value: a usage count (top-level usage or response.usage) or the sequence number.
+  void integer(std::int64_t v) noexcept {
+    if (depth_ == 1 && top_ == top_key::sequence_number) f_.sequence_number = v;
+    else if (depth_ == 2 && top_ == top_key::usage && f_.usage_object) set_usage(v, f_.completion_tokens, f_.prompt_tokens, f_.output_tokens, f_.input_tokens);
+    else if (depth_ == 3 && in_response_usage()) set_usage(v, nested_[0], nested_[1], nested_[2], nested_[3]);
+  }
+  void set_usage(std::int64_t v, std::int64_t& completion, std::int64_t& prompt, std::int64_t& output,
+                 std::int64_t& input) const noexcept {
     switch (usage_) {
-      case usage_key::completion_tokens: f_.completion_tokens = v; break;
-      case usage_key::prompt_tokens: f_.prompt_tokens = v; break;
-      case usage_key::output_tokens: f_.output_tokens = v; break;
-      case usage_key::input_tokens: f_.input_tokens = v; break;
+      case usage_key::completion_tokens: completion = v; break;
+      case usage_key::prompt_tokens: prompt = v; break;
+      case usage_key::output_tokens: output = v; break;
+      case usage_key::input_tokens: input = v; break;
       case usage_key::other: break;
     }
   }
-  // Member names are read at the top level and directly inside the top-level usage object.
-  bool names_wanted() const noexcept { return depth_ == 1 || (depth_ == 2 && top_ == top_key::usage && f_.usage_object); }
+  // Inside the top-level response object, at the value of its "usage" member.
+  bool in_response_usage_key() const noexcept {
+    return depth_ == 2 && top_ == top_key::response && response_object_ && response_usage_;
+  }
+  // Inside the object that is response.usage.
+  bool in_response_usage() const noexcept {
+    return top_ == top_key::response && response_usage_ && response_usage_object_;
+  }
+  // Member names are read at the top level, directly inside the top-level usage object, directly
+  // inside the top-level response object, and directly inside its usage object.
+  bool names_wanted() const noexcept {
+    return depth_ == 1 || (depth_ == 2 && top_ == top_key::usage && f_.usage_object) ||
+           (depth_ == 2 && top_ == top_key::response && response_object_) ||
+           (depth_ == 3 && in_response_usage());
+  }
   void append(string_view s) noexcept {
     if (name_len_ + s.size() <= name_cap) std::memcpy(name_ + name_len_, s.data(), s.size());
     name_len_ += s.size();
@@ -163,6 +199,10 @@ class scan_handler {
   top_key top_ = top_key::other;
   usage_key usage_ = usage_key::other;
   bool in_choices_ = false;  // the container at depth 1 is the top-level choices array
+  bool response_object_ = false;        // the top-level "response" is an object
+  bool response_usage_ = false;         // the last name read inside it was "usage"
+  bool response_usage_object_ = false;  // and its value is an object
+  std::int64_t nested_[4] = {-1, -1, -1, -1};  // response.usage: completion, prompt, output, input
   char name_[name_cap];
   std::size_t name_len_ = 0;
 };
@@ -174,7 +214,9 @@ bool scan_event(std::string_view payload, event_facts& out) {
   boost::json::basic_parser<scan_handler> p(boost::json::parse_options{}, out);
   error_code ec;
   const std::size_t n = p.write_some(false, payload.data(), payload.size(), ec);
-  return !ec && n == payload.size() && p.done() && p.handler().top_object();
+  if (ec || n != payload.size() || !p.done() || !p.handler().top_object()) return false;
+  p.handler().finish();
+  return true;
 }
 
 }  // namespace sluice::proxy

@@ -12,12 +12,18 @@ namespace sluice::proxy {
 struct event_facts {
   bool choices_array = false;     // a top-level "choices" that is an array
   std::uint32_t choices = 0;      // its element count
-  bool usage_object = false;      // a top-level "usage" that is an object
+  bool usage_object = false;      // a top-level "usage" (or, without one, "response.usage") that is an object
   bool has_error = false;         // a top-level "error" member
-  // Token counts inside "usage", -1 when absent or not an integer.
+  // Token counts inside "usage", -1 when absent or not an integer. Chat chunks carry a top-level
+  // usage; Responses API events carry it in the response object ("response.usage"); a top-level
+  // usage object wins when an event has both.
   std::int64_t completion_tokens = -1, prompt_tokens = -1, output_tokens = -1, input_tokens = -1;
-  // The top-level "type" string (Responses API events), when it is one of these.
-  enum class type_kind : std::uint8_t { none, completed, incomplete, failed, error } type = type_kind::none;
+  // The top-level "sequence_number" (Responses API events), -1 when absent or not an integer.
+  std::int64_t sequence_number = -1;
+  // The top-level "type" string (Responses API events), when it is one of these. text_delta is an
+  // event that carries generated output: response.output_text.delta, response.refusal.delta and
+  // response.function_call_arguments.delta.
+  enum class type_kind : std::uint8_t { none, completed, incomplete, failed, error, text_delta } type = type_kind::none;
 };
 
 // Scans `payload` (the event's data). False when it is not a single, well-formed JSON object.

@@ -22,11 +22,9 @@ void pipeline::finish(request_context& ctx) noexcept {
   m.requests_total(ctx.route, end.outcome).Increment();
   m.request_duration_seconds(ctx.route).observe(total_s);
   if (end.rejection) m.rejected(*end.rejection);
-  if (end.kind == end_kind::stream) {
-    m.overhead_seconds(obs::stage::relay).observe(end.relay_overhead_seconds);
-    m.tokens_total(obs::direction::completion).Increment(static_cast<double>(end.tokens_out));
-    if (end.tokens_in) m.tokens_total(obs::direction::prompt).Increment(static_cast<double>(end.tokens_in));
-  }
+  if (end.kind == end_kind::stream) m.overhead_seconds(obs::stage::relay).observe(end.relay_overhead_seconds);
+  if (end.tokens_out) m.tokens_total(obs::direction::completion).Increment(static_cast<double>(end.tokens_out));
+  if (end.tokens_in) m.tokens_total(obs::direction::prompt).Increment(static_cast<double>(end.tokens_in));
   if (ctx.route == obs::route::healthz || ctx.route == obs::route::readyz || ctx.route == obs::route::metrics) return;
 
   obs::request_record rec;
@@ -53,6 +51,8 @@ void pipeline::finish(request_context& ctx) noexcept {
       break;
     case end_kind::completed:
       rec.overhead_ms = ctx.overhead_seconds * 1000.0;
+      rec.tokens_in = end.tokens_in;
+      rec.tokens_out = end.tokens_out;
       obs::log_request_completed(rec);
       break;
     case end_kind::refused: obs::log_request_refused(rec); break;

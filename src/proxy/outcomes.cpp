@@ -30,6 +30,30 @@ std::string_view reason_of(const error& e) noexcept {
   return to_string(e.code);
 }
 
+bool should_retry_value(unsigned status, const error* e) noexcept {
+  if (e) {
+    switch (e->code) {
+      case errc::bad_request:
+      case errc::unauthorized:
+      case errc::not_found:
+      case errc::method_not_allowed:
+      case errc::payload_too_large:
+      case errc::header_too_large:
+      case errc::upstream_auth: return false;
+      case errc::upstream_protocol: return e->api_code != "schema_violation";
+      case errc::request_timeout:
+      case errc::rate_limited:
+      case errc::overloaded:
+      case errc::upstream_connect:
+      case errc::upstream_timeout:
+      case errc::cancelled:
+      case errc::internal: return true;
+      case errc::upstream_status: break;  // by the upstream's status
+    }
+  }
+  return status == 408 || status == 409 || status == 429 || status >= 500;
+}
+
 obs::reject_reason reject_reason_of(admission::refusal r) noexcept {
   switch (r) {
     case admission::refusal::queue_full: return obs::reject_reason::queue_full;

@@ -21,6 +21,14 @@ obs::outcome outcome_of_stream_failure(const error& e) noexcept;
 // schema_violation, ...), else the errc name (upstream_timeout, bad_request, ...). Static strings.
 std::string_view reason_of(const error& e) noexcept;
 
+// The x-should-retry header (honoured by the official SDKs) of an answer that is not a success:
+// whether the same request, sent again, may succeed. `e` is sluice's own error, or null for an
+// upstream's non-2xx relayed as it came. False where a retry cannot help (4xx, a schema violation
+// under reject, the gateway's own key refused); true for 408/409/429, overload, timeouts and
+// other 5xx.
+bool should_retry_value(unsigned status, const error* e) noexcept;
+inline std::string_view should_retry_text(bool retry) noexcept { return retry ? "true" : "false"; }
+
 obs::reject_reason reject_reason_of(admission::refusal r) noexcept;
 // The 503 a refusal from the admission queue is answered with.
 error admission_error(admission::refusal r);

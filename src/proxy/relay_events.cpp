@@ -23,6 +23,7 @@ bool relay_events::on_data(const event_facts& facts, std::size_t end) noexcept {
     else if (facts.type == type_kind::failed || facts.type == type_kind::error) saw_error_event_ = true;
   }
   if (facts.has_error) saw_error_event_ = true;  // the upstream's own in-band error: forwarded
+  if (facts.sequence_number >= 0) last_sequence_number = facts.sequence_number;
   if (facts.usage_object) {
     // Chat completions: prompt_tokens / completion_tokens; Responses API: input_ / output_tokens.
     if (facts.completion_tokens >= 0) completion_tokens = static_cast<std::uint64_t>(facts.completion_tokens);
@@ -31,7 +32,7 @@ bool relay_events::on_data(const event_facts& facts, std::size_t end) noexcept {
     if (facts.input_tokens >= 0) prompt_tokens = static_cast<std::uint64_t>(facts.input_tokens);
   }
   bool content = false;
-  if (facts.choices_array && facts.choices > 0) {
+  if ((facts.choices_array && facts.choices > 0) || facts.type == type_kind::text_delta) {
     ++content_events;
     content = true;
   } else if (strip_usage_ && facts.usage_object && facts.choices_array) {

@@ -35,7 +35,8 @@ class relay_events {
   // [DONE], ending at `end` within the chunk; `verdict_here`: the verdict event goes right before it.
   void on_done(std::size_t end, bool verdict_here) noexcept;
   // A JSON event with these facts, ending at `end` within the chunk. True when it carries content
-  // (a choice delta), for time-to-first-token and inter-token gaps.
+  // (a chat choice delta, or a Responses API output delta), for time-to-first-token and
+  // inter-token gaps.
   bool on_data(const event_facts& facts, std::size_t end) noexcept;
 
   // Within the chunk: the end of the last event accepted (where a bad one starts).
@@ -73,6 +74,9 @@ class relay_events {
   std::uint64_t completion_tokens = 0;  // from a usage report, when the upstream sent one
   std::uint64_t prompt_tokens = 0;
   bool usage_stripped = false;
+  // The last Responses API sequence_number seen (-1: none), so that an in-band error sluice adds
+  // continues the upstream's numbering.
+  std::int64_t last_sequence_number = -1;
 
  private:
   bool responses_end_ = false;

@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include "http/error_response.hpp"
+#include "proxy/event_scan.hpp"
 #include "proxy/outcomes.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/relay.hpp"
@@ -31,19 +32,24 @@ std::string upstream_error_body(unsigned status, const std::string& body) {
   return http::error_body(e);
 }
 
-// prompt + completion tokens from a whole answer's `usage` (chat, completions, responses).
-std::optional<std::uint64_t> usage_total(std::string_view body) {
-  unsigned char stack[8192];
-  json::monotonic_resource mr(stack, sizeof stack);
-  error_code ec;
-  json::value v = json::parse(body, ec, &mr);
-  if (ec || !v.is_object()) return std::nullopt;
-  const auto* usage = v.get_object().if_contains("usage");
-  if (!usage || !usage->is_object()) return std::nullopt;
-  if (const auto* t = usage->get_object().if_contains("total_tokens"); t && t->is_int64() && t->get_int64() >= 0)
-    return static_cast<std::uint64_t>(t->get_int64());
-  return std::nullopt;
+// The token usage a whole answer reports (chat and completions: prompt_/completion_tokens;
+// responses: input_/output_tokens), read by the relay's own scanner.
+struct whole_usage {
+  std::uint64_t in = 0, out = 0;
+};
+std::optional<whole_usage> usage_of(std::string_view body) {
+  event_facts f;
+  if (!scan_event(body, f) || !f.usage_object) return std::nullopt;
+  whole_usage u;
+  if (f.prompt_tokens >= 0) u.in = static_cast<std::uint64_t>(f.prompt_tokens);
+  if (f.input_tokens >= 0) u.in = static_cast<std::uint64_t>(f.input_tokens);
+  if (f.completion_tokens >= 0) u.out = static_cast<std::uint64_t>(f.completion_tokens);
+  if (f.output_tokens >= 0) u.out = static_cast<std::uint64_t>(f.output_tokens);
+  if (u.in + u.out == 0) return std::nullopt;
+  return u;
 }
+
+constexpr std::string_view should_retry_header = "x-should-retry";
 
 template <class Message>
 void stamp(Message& m, const request_context& ctx) {
@@ -56,6 +62,7 @@ void stamp(Message& m, const request_context& ctx) {
 task<void> pipeline::send_error(request_context& ctx, const error& e, const bhttp::fields* extra) {
   auto res = http::make_error_response(e, ctx.version, ctx.keep_alive);
   stamp(res, ctx);
+  res.set(should_retry_header, should_retry_text(should_retry_value(res.result_int(), &e)));
   if (extra)
     for (const auto& f : *extra) res.set(f.name_string(), f.value());
   auto& end = ctx.end;
@@ -104,8 +111,12 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   auto& end = ctx.end;
   end.attempts = x.attempts;
   if (x.lease) end.upstream = x.lease.upstream().spec.name;
-  if (status / 100 == 2 && x.lease && x.lease.upstream().pace->has_token_budget()) {
-    if (auto used = usage_total(body)) x.lease.settle(*used, runtime::steady::now());
+  if (status / 100 == 2) {
+    if (auto used = usage_of(body)) {
+      end.tokens_in = used->in;
+      end.tokens_out = used->out;
+      if (x.lease && x.lease.upstream().pace->has_token_budget()) x.lease.settle(used->in + used->out, runtime::steady::now());
+    }
   }
   std::string ctype(x.response->head()[bhttp::field::content_type]);
   whole_check output_check;  // structured outputs: check a whole 2xx answer (retry: ask again)
@@ -135,6 +146,10 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
     res.body() = upstream_error_body(status, body);
     cfg_.svc.secrets.scrub(res.body());  // an upstream may quote (pieces of) the key it was sent
     res.set(bhttp::field::content_type, "application/json");
+    // The upstream's own verdict on a retry stands; else one by its status.
+    const auto theirs = x.response->head()[should_retry_header];
+    if (theirs == "true" || theirs == "false") res.set(should_retry_header, theirs);
+    else res.set(should_retry_header, should_retry_text(should_retry_value(status, nullptr)));
     end.reason = to_string(errc::upstream_status);
   } else {
     res.body() = std::move(body);
@@ -195,7 +210,10 @@ void pipeline::account_stream(request_context& ctx, exchange& x, const relay_res
     x.lease.succeeded();
   } else if (result.failure && !result.client_gone) {
     auto c = result.failure->code;
-    if (c == errc::upstream_timeout || c == errc::upstream_protocol || c == errc::upstream_connect) x.lease.failed(now);
+    // A model's answer that does not match the client's schema says nothing of the upstream's
+    // health: the upstream delivered; sluice cut the stream.
+    if (result.failure->api_code == "schema_violation") x.lease.succeeded();
+    else if (c == errc::upstream_timeout || c == errc::upstream_protocol || c == errc::upstream_connect) x.lease.failed(now);
   }
   if (result.prompt_tokens + result.completion_tokens > 0)
     x.lease.settle(result.prompt_tokens + result.completion_tokens, now);

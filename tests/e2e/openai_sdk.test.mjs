@@ -6,6 +6,8 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import OpenAI from 'openai';
+import { zodTextFormat, zodResponseFormat, zodFunction } from 'openai/helpers/zod';
+import { z } from 'zod';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = process.env.SLUICE_BIN ?? path.join(here, '..', '..', 'build', 'sluice');
@@ -216,4 +218,119 @@ test('responses API stream through the SDK with text.format json_schema', async 
   }
   assert.equal(text, content);
   assert.ok(completed);
+});
+
+// The SDK's own structured-output helpers with zod, as users write them: the schemas they send are
+// draft-07 (`$schema`, `definitions`), parsed by the SDK on the way back. After each, the gateway's
+// /metrics shows the tokens of the answer.
+const City = z.object({
+  city: z.string(),
+  population: z.number().int(),
+  districts: z.array(z.object({ name: z.string(), area_km2: z.number() })),
+  mayor: z.string().nullable(),
+  kind: z.enum(['capital', 'town']),
+});
+const oslo = { city: 'Oslo', population: 709000, districts: [{ name: 'Frogner', area_km2: 8.3 }], mayor: null, kind: 'capital' };
+const osloText = JSON.stringify(oslo);
+
+async function completionTokens() {
+  const text = await (await fetch(baseURL.replace(/\/v1$/, '/metrics'))).text();
+  const m = text.match(/^sluice_tokens_total\{direction="completion"\} (\S+)$/m);
+  return m ? Number(m[1]) : 0;
+}
+// finish() counts a request after its last byte: wait for the counter to move.
+async function tokensMovedFrom(before) {
+  for (let i = 0; i < 200; i += 1) {
+    const now = await completionTokens();
+    if (now > before) return now - before;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return 0;
+}
+
+test('zod: responses.parse with zodTextFormat (whole)', async () => {
+  const before = await completionTokens();
+  const res = await client().responses.parse(
+    { model: 'sim-1', input: 'a city', text: { format: zodTextFormat(City, 'city') } },
+    { headers: { 'x-sim-content': osloText } },
+  );
+  assert.deepEqual(res.output_parsed, oslo);
+  assert.ok((await tokensMovedFrom(before)) > 0, 'tokens of a whole Responses answer');
+});
+
+test('zod: responses.stream with zodTextFormat', async () => {
+  const before = await completionTokens();
+  const stream = client().responses.stream(
+    { model: 'sim-1', input: 'a city', text: { format: zodTextFormat(City, 'city') } },
+    { headers: { 'x-sim-content': osloText } },
+  );
+  let deltas = '';
+  stream.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  const final = await stream.finalResponse();
+  assert.equal(deltas, osloText);
+  assert.deepEqual(final.output_parsed, oslo);
+  assert.ok((await tokensMovedFrom(before)) > 0, 'tokens of a Responses stream (response.completed usage)');
+});
+
+test('zod: chat.completions.parse with zodResponseFormat', async () => {
+  const before = await completionTokens();
+  const res = await client().chat.completions.parse(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], response_format: zodResponseFormat(City, 'city') },
+    { headers: { 'x-sim-content': osloText, 'x-sluice-schema-policy': 'reject' } },
+  );
+  assert.deepEqual(res.choices[0].message.parsed, oslo);
+  assert.ok((await tokensMovedFrom(before)) > 0, 'tokens of a whole chat answer');
+});
+
+test('zod: chat.completions.stream with zodResponseFormat', async () => {
+  const before = await completionTokens();
+  const stream = client().chat.completions.stream(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], response_format: zodResponseFormat(City, 'city') },
+    { headers: { 'x-sim-content': osloText, 'x-sluice-schema-policy': 'reject' } },
+  );
+  const final = await stream.finalChatCompletion();
+  assert.deepEqual(final.choices[0].message.parsed, oslo);
+  assert.ok((await tokensMovedFrom(before)) > 0);
+});
+
+test('zod: a tool call with zodFunction', async () => {
+  const before = await completionTokens();
+  const Weather = z.object({ city: z.string(), unit: z.enum(['celsius', 'fahrenheit']) });
+  const res = await client().chat.completions.parse(
+    {
+      model: 'sim-1',
+      messages: [{ role: 'user', content: 'weather in Oslo?' }],
+      tools: [zodFunction({ name: 'get_weather', parameters: Weather })],
+      tool_choice: 'required',
+    },
+    { headers: { 'x-sim-content': '{"city":"Oslo","unit":"celsius"}' } },
+  );
+  const call = res.choices[0].message.tool_calls[0];
+  assert.equal(res.choices[0].finish_reason, 'tool_calls');
+  assert.equal(call.function.name, 'get_weather');
+  assert.deepEqual(call.function.parsed_arguments, { city: 'Oslo', unit: 'celsius' });
+  assert.ok((await tokensMovedFrom(before)) > 0);
+});
+
+test('zod: a schema violation under reject is not retried by the SDK (x-should-retry: false)', async () => {
+  const retrying = new OpenAI({ baseURL, apiKey: 'sk-client-side-dummy', maxRetries: 2, timeout: 20000 });
+  const t0 = Date.now();
+  await assert.rejects(
+    retrying.chat.completions.parse(
+      { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], response_format: zodResponseFormat(City, 'city') },
+      { headers: { 'x-sim-content': '{"city":"Oslo"}', 'x-sluice-schema-policy': 'reject' } },
+    ),
+    (err) => err instanceof OpenAI.APIError && err.status === 502 && err.code === 'schema_violation' &&
+      err.headers.get('x-should-retry') === 'false',
+  );
+  // With its default back-off (0.5 s, then 1 s) two retries would take well over a second.
+  assert.ok(Date.now() - t0 < 1000, `took ${Date.now() - t0} ms: the SDK retried`);
+});
+
+test('a broken Responses stream raises in the SDK (the Responses error event)', async () => {
+  const stream = client().responses.stream(
+    { model: 'sim-1', input: 'x' },
+    { headers: { 'x-sim-fault': 'malformed', 'x-sim-fault-after': '3' } },
+  );
+  await assert.rejects(stream.finalResponse(), (err) => err instanceof OpenAI.APIError || err instanceof OpenAI.OpenAIError);
 });

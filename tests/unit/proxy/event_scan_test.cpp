@@ -25,20 +25,28 @@ bool oracle(std::string_view text, event_facts& f) {
     f.choices_array = true;
     f.choices = static_cast<std::uint32_t>(c->get_array().size());
   }
-  if (const auto* u = o.if_contains("usage"); u && u->is_object()) {
-    f.usage_object = true;
-    auto num = [&](const char* k) -> std::int64_t {
-      const auto* x = u->get_object().if_contains(k);
-      if (x && x->is_int64()) return x->get_int64();
-      if (x && x->is_uint64() && x->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
-        return static_cast<std::int64_t>(x->get_uint64());
-      return -1;
-    };
-    f.completion_tokens = num("completion_tokens");
-    f.prompt_tokens = num("prompt_tokens");
-    f.output_tokens = num("output_tokens");
-    f.input_tokens = num("input_tokens");
+  auto int_of = [](const json::value* x) -> std::int64_t {
+    if (x && x->is_int64()) return x->get_int64();
+    if (x && x->is_uint64() && x->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+      return static_cast<std::int64_t>(x->get_uint64());
+    return -1;
+  };
+  // The top-level usage, or else the response object's.
+  const json::value* usage = o.if_contains("usage");
+  if (!usage || !usage->is_object()) {
+    usage = nullptr;
+    if (const auto* r = o.if_contains("response"); r && r->is_object())
+      if (const auto* u = r->get_object().if_contains("usage"); u && u->is_object()) usage = u;
   }
+  if (usage) {
+    f.usage_object = true;
+    const auto& u = usage->get_object();
+    f.completion_tokens = int_of(u.if_contains("completion_tokens"));
+    f.prompt_tokens = int_of(u.if_contains("prompt_tokens"));
+    f.output_tokens = int_of(u.if_contains("output_tokens"));
+    f.input_tokens = int_of(u.if_contains("input_tokens"));
+  }
+  f.sequence_number = int_of(o.if_contains("sequence_number"));
   f.has_error = o.contains("error");
   if (const auto* t = o.if_contains("type"); t && t->is_string()) {
     using k = event_facts::type_kind;
@@ -47,6 +55,9 @@ bool oracle(std::string_view text, event_facts& f) {
     else if (s == "response.incomplete") f.type = k::incomplete;
     else if (s == "response.failed") f.type = k::failed;
     else if (s == "error") f.type = k::error;
+    else if (s == "response.output_text.delta" || s == "response.refusal.delta" ||
+             s == "response.function_call_arguments.delta")
+      f.type = k::text_delta;
   }
   return true;
 }
@@ -66,6 +77,7 @@ void expect_same(std::string_view text) {
   EXPECT_EQ(got.prompt_tokens, want.prompt_tokens);
   EXPECT_EQ(got.output_tokens, want.output_tokens);
   EXPECT_EQ(got.input_tokens, want.input_tokens);
+  EXPECT_EQ(got.sequence_number, want.sequence_number);
   EXPECT_EQ(got.type, want.type);
 }
 
@@ -96,6 +108,21 @@ const std::vector<std::string> samples = {
     R"({"type":"error","code":"x"})",
     R"({"type":7})",
     R"({"type":"response.completed.extra.long.string.beyond.the.name.buffer"})",
+    R"({"type":"response.refusal.delta","sequence_number":4,"delta":"no"})",
+    R"({"type":"response.function_call_arguments.delta","sequence_number":18446744073709551615,"delta":"{"})",
+    R"({"sequence_number":-2,"type":"response.output_text.delta.more"})",
+    R"({"sequence_number":"7","type":"response.output_text.done"})",
+    R"({"type":"response.completed","sequence_number":12,"response":{"id":"r","object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"hi","annotations":[]}]}],"usage":{"input_tokens":36,"input_tokens_details":{"cached_tokens":0},"output_tokens":87,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":123}}})",
+    R"({"type":"response.incomplete","response":{"usage":{"output_tokens":2},"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}})",
+    R"({"response":{"usage":{"input_tokens":1}},"usage":{"prompt_tokens":9}})",
+    R"({"usage":{"prompt_tokens":9},"response":{"usage":{"input_tokens":1}}})",
+    R"({"usage":null,"response":{"usage":{"input_tokens":1,"output_tokens":2}}})",
+    R"({"response":{"output":[{"usage":{"input_tokens":5}}],"meta":{"usage":{"output_tokens":5}}}})",
+    R"({"response":{"usage":[{"input_tokens":5}],"x":{"input_tokens":6}}})",
+    R"({"response":{"usage":{"input_tokens":5,"nested":{"output_tokens":6}},"more":{"output_tokens":7}}})",
+    R"({"response":[{"usage":{"input_tokens":5}}]})",
+    R"({"response":"text","sequence_number":3})",
+    R"({"data":{"response":{"usage":{"input_tokens":5}}}})",
     // names: escaped, longer than the buffer, near misses
     R"({"cho\u0069ces":[1],"\u0075sage":{"prompt_tokens":2}})",
     R"({"choicesX":[1],"choices_and_a_much_longer_name_than_any_we_read":[1],"usag":{}})",
@@ -144,6 +171,21 @@ TEST(EventScan, CountsChoicesAndReadsUsage) {
   EXPECT_EQ(f.prompt_tokens, 1);
   EXPECT_EQ(f.completion_tokens, 2);
   EXPECT_FALSE(f.has_error);
+}
+
+TEST(EventScan, ReadsTheResponsesUsageAndSequenceNumber) {
+  event_facts f;
+  ASSERT_TRUE(scan_event(
+      R"({"type":"response.completed","sequence_number":12,"response":{"usage":{"input_tokens":36,"input_tokens_details":{"cached_tokens":4},"output_tokens":87}}})",
+      f));
+  EXPECT_EQ(f.type, event_facts::type_kind::completed);
+  EXPECT_TRUE(f.usage_object);
+  EXPECT_EQ(f.input_tokens, 36);
+  EXPECT_EQ(f.output_tokens, 87);
+  EXPECT_EQ(f.sequence_number, 12);
+  ASSERT_TRUE(scan_event(R"({"type":"response.output_text.delta","sequence_number":3,"delta":"x"})", f));
+  EXPECT_EQ(f.type, event_facts::type_kind::text_delta);
+  EXPECT_FALSE(f.usage_object);
 }
 
 }  // namespace

@@ -67,6 +67,25 @@ TEST(relay_events, counts_content_and_reads_usage_of_both_apis) {
   EXPECT_EQ(e.good_end(), 200u);
 }
 
+TEST(relay_events, responses_deltas_are_content_and_sequence_numbers_are_kept) {
+  relay_events e;
+  e.end_on_response_completed();
+  e.begin_chunk(0);
+  event_facts created = typed(event_facts::type_kind::none);
+  created.sequence_number = 0;
+  EXPECT_FALSE(e.on_data(created, 10));
+  for (auto t : {event_facts::type_kind::text_delta, event_facts::type_kind::text_delta}) {
+    event_facts d = typed(t);
+    d.sequence_number = e.last_sequence_number + 1;
+    EXPECT_TRUE(e.on_data(d, 20));
+  }
+  EXPECT_EQ(e.content_events, 2u);
+  EXPECT_EQ(e.last_sequence_number, 2);
+  event_facts no_number;  // an event without one keeps the last
+  e.on_data(no_number, 30);
+  EXPECT_EQ(e.last_sequence_number, 2);
+}
+
 TEST(relay_events, ends_by_the_api_contract) {
   relay_events chat;
   chat.begin_chunk(0);
