@@ -2,6 +2,7 @@
 // payloads must be refused exactly where boost::json::parse refuses them (or the top level is not
 // an object).
 #include "proxy/event_scan.hpp"
+#include "event_scan_oracle.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,59 +15,11 @@ namespace {
 
 namespace json = boost::json;
 
-// The oracle: the same facts read from a parsed DOM.
-bool oracle(std::string_view text, event_facts& f) {
-  f = event_facts{};
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return false;
-  const auto& o = v.get_object();
-  if (const auto* c = o.if_contains("choices"); c && c->is_array()) {
-    f.choices_array = true;
-    f.choices = static_cast<std::uint32_t>(c->get_array().size());
-  }
-  auto int_of = [](const json::value* x) -> std::int64_t {
-    if (x && x->is_int64()) return x->get_int64();
-    if (x && x->is_uint64() && x->get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
-      return static_cast<std::int64_t>(x->get_uint64());
-    return -1;
-  };
-  // The top-level usage, or else the response object's.
-  const json::value* usage = o.if_contains("usage");
-  if (!usage || !usage->is_object()) {
-    usage = nullptr;
-    if (const auto* r = o.if_contains("response"); r && r->is_object())
-      if (const auto* u = r->get_object().if_contains("usage"); u && u->is_object()) usage = u;
-  }
-  if (usage) {
-    f.usage_object = true;
-    const auto& u = usage->get_object();
-    f.completion_tokens = int_of(u.if_contains("completion_tokens"));
-    f.prompt_tokens = int_of(u.if_contains("prompt_tokens"));
-    f.output_tokens = int_of(u.if_contains("output_tokens"));
-    f.input_tokens = int_of(u.if_contains("input_tokens"));
-  }
-  f.sequence_number = int_of(o.if_contains("sequence_number"));
-  f.has_error = o.contains("error");
-  if (const auto* t = o.if_contains("type"); t && t->is_string()) {
-    using k = event_facts::type_kind;
-    const auto& s = t->get_string();
-    if (s == "response.completed") f.type = k::completed;
-    else if (s == "response.incomplete") f.type = k::incomplete;
-    else if (s == "response.failed") f.type = k::failed;
-    else if (s == "error") f.type = k::error;
-    else if (s == "response.output_text.delta" || s == "response.refusal.delta" ||
-             s == "response.function_call_arguments.delta")
-      f.type = k::text_delta;
-  }
-  return true;
-}
-
 void expect_same(std::string_view text) {
   SCOPED_TRACE(std::string(text));
   event_facts got, want;
   const bool ok = scan_event(text, got);
-  const bool want_ok = oracle(text, want);
+  const bool want_ok = event_scan_oracle(text, want);
   ASSERT_EQ(ok, want_ok);
   if (!ok) return;
   EXPECT_EQ(got.choices_array, want.choices_array);

@@ -1,0 +1,22 @@
+// event_scan, the relay's one-pass reader of every event it forwards, against a DOM oracle: it
+// accepts exactly what boost::json parses as an object, and on any object (duplicate keys aside,
+// which a DOM cannot show: the oracle then reads the re-serialized DOM) reads the same facts.
+#include <boost/json/serialize.hpp>
+
+#include "event_scan_oracle.hpp"
+#include "fuzz_util.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace sluice::proxy;
+  const std::string_view text = sluice::fuzz::as_text(data, size);
+  event_facts got, want;
+  const bool ok = scan_event(text, got);
+  const bool want_ok = event_scan_oracle(text, want);
+  sluice::fuzz::require(ok == want_ok, "scan_event accepts exactly the JSON objects");
+  if (!ok) return 0;
+  const std::string canonical = boost::json::serialize(boost::json::parse(text));
+  sluice::fuzz::require(scan_event(canonical, got), "the re-serialized object scans");
+  sluice::fuzz::require(event_scan_oracle(canonical, want), "the re-serialized object parses");
+  sluice::fuzz::require(same_facts(got, want), "scan_event reads the facts the DOM holds");
+  return 0;
+}

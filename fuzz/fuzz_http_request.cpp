@@ -1,0 +1,73 @@
+// The request reading path fed as bytes: Beast's request parser under the gateway's limits (head
+// bytes, body bytes), whole and cut in pieces, must reach the same verdict and the same request;
+// the x-request-id recovery scan of a broken head never reads past it.
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "fuzz_util.hpp"
+#include "http/connection.hpp"
+
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+struct outcome {
+  bool ok = false, done = false;
+  std::string method, target, body;
+  std::size_t fields = 0;
+};
+
+outcome run(std::string_view text, const std::vector<std::size_t>& cuts) {
+  outcome o;
+  bhttp::request_parser<bhttp::string_body> p;
+  p.header_limit(16 * 1024);
+  p.body_limit(64 * 1024);
+  p.eager(true);
+  std::string pending;
+  std::size_t from = 0;
+  auto step = [&](std::size_t to) {
+    pending.append(text.data() + from, to - from);
+    from = to;
+    while (!pending.empty() && !p.is_done()) {
+      boost::system::error_code ec;
+      const std::size_t used = p.put(boost::asio::buffer(pending.data(), pending.size()), ec);
+      pending.erase(0, used);
+      if (ec == bhttp::error::need_more) return true;
+      if (ec) return false;
+      if (used == 0) return true;
+    }
+    return true;
+  };
+  for (std::size_t c : cuts)
+    if (!step(c)) return o;
+  if (!step(text.size())) return o;
+  o.ok = true;
+  o.done = p.is_done();
+  if (o.done) {
+    const auto& m = p.get();
+    o.method = std::string(m.method_string());
+    o.target = std::string(m.target());
+    o.body = m.body();
+    o.fields = static_cast<std::size_t>(std::distance(m.begin(), m.end()));
+  }
+  return o;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto in = sluice::fuzz::split_from(sluice::fuzz::as_text(data, size));
+  const outcome whole = run(in.text, {});
+  const outcome pieces = run(in.text, in.cuts);
+  sluice::fuzz::require(whole.ok == pieces.ok, "whole and split reads agree on the verdict");
+  sluice::fuzz::require(whole.done == pieces.done, "whole and split reads agree on completion");
+  if (whole.done) {
+    sluice::fuzz::require(whole.method == pieces.method && whole.target == pieces.target, "the same request line");
+    sluice::fuzz::require(whole.body == pieces.body && whole.fields == pieces.fields, "the same fields and body");
+  }
+  const std::string_view id = sluice::http::scan_request_id(in.text);
+  if (!id.empty())
+    sluice::fuzz::require(id.data() >= in.text.data() && id.data() + id.size() <= in.text.data() + in.text.size(),
+                          "the recovered id lies inside the head");
+  return 0;
+}
