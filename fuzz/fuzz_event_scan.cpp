@@ -15,8 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   sluice::fuzz::require(ok == want_ok, "scan_event accepts exactly the JSON objects");
   if (!ok) return 0;
   const std::string canonical = boost::json::serialize(boost::json::parse(text));
-  sluice::fuzz::require(scan_event(canonical, got), "the re-serialized object scans");
-  sluice::fuzz::require(event_scan_oracle(canonical, want), "the re-serialized object parses");
-  sluice::fuzz::require(same_facts(got, want), "scan_event reads the facts the DOM holds");
+  // (Boost.JSON writes a number that overflowed a double, parsed as infinity, as text it does not
+  // read back: both sides must then refuse it alike.)
+  const bool again = scan_event(canonical, got);
+  sluice::fuzz::require(again == event_scan_oracle(canonical, want), "the re-serialized object: the same verdict");
+  if (again) sluice::fuzz::require(same_facts(got, want), "scan_event reads the facts the DOM holds");
   return 0;
 }

@@ -17,7 +17,7 @@ build=build-fuzz
 if [ "${1:-}" = "--list" ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_FUZZ=ON \
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" -DSLUICE_FUZZ=ON \
     ${SLUICE_FUZZ_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" --target fuzz_all

@@ -11,6 +11,7 @@ pkgs=(
   libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   redis-server nginx-light prometheus curl procps python3 python3-yaml
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 # Node.js: keep whatever node/npm the machine has; otherwise take Debian's.
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs dependencies, builds, runs every
 # test (unit, integration, e2e with the official openai npm SDK, ops checks with promtool), then
-# builds and runs the unit and integration tests again under AddressSanitizer + UBSan.
+# builds and runs the unit and integration tests again under AddressSanitizer + UBSan, and gives
+# every libFuzzer target a short run (scripts/fuzz.sh --smoke; the long runs are that script's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,3 +24,6 @@ echo "== tests under ASan + UBSan"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan && ctest --output-on-failure -j "$jobs" --timeout 900 -L 'unit|integration')
+
+echo "== fuzz smoke (libFuzzer, clang-14, ASan + UBSan)"
+bash scripts/fuzz.sh --smoke "${SLUICE_FUZZ_SMOKE_SECONDS:-5}"

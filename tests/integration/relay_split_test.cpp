@@ -202,6 +202,8 @@ const recording kRecordings[] = {
     {"chat_error_event.sse", "/v1/chat/completions", -1, -1},
 };
 
+void PrintTo(const recording& r, std::ostream* os) { *os << r.file; }
+
 class RelaySplit : public ::testing::TestWithParam<recording> {};
 
 TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
