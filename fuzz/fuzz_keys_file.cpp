@@ -16,7 +16,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto nl = text.find('\n', at);
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(at, nl - at);
-    line = line.substr(0, line.find('#'));
+    for (std::size_t i = 0; i < line.size(); ++i)  // a comment starts at a '#' that begins a field
+      if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t' || line[i - 1] == '\r')) {
+        line = line.substr(0, i);
+        break;
+      }
     std::size_t b = line.find_first_not_of(" \t\r");
     if (b != std::string_view::npos) {
       const std::string_view key = line.substr(b, line.find_first_of(" \t\r", b) - b);

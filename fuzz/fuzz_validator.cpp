@@ -31,8 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   boost::json::value iv = boost::json::parse(instance, ec);
   if (ec) {
-    sluice::fuzz::require(text && text->what == validation_error::kind::malformed_json,
-                          "malformed JSON is malformed on the text path");
+    // (The text path may report a violation it met before the syntax error: `2"a"` against an
+    // array schema is a type error at the 2. Never valid, whichever it names.)
+    sluice::fuzz::require(text.has_value(), "malformed JSON is never valid on the text path");
     return 0;
   }
   const verdict dom = (*compiled)->validate(iv);

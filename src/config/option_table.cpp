@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 // yaml-cpp 0.7's iterator code trips GCC 12's -Wdangling-pointer false positive when inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>

@@ -103,6 +103,11 @@ verdict compiled_schema::validate_text(std::string_view text, const validate_lim
   if (ec) return detail::malformed(s.ev, ec, n);
   if (!s.ev.complete())
     return validation_error{validation_error::kind::malformed_json, "", "", "malformed JSON: incomplete document"};
+  // The parser stops after a complete document: only whitespace may follow it (as on the stream
+  // path; `{"a":1} trailing` is not JSON).
+  if (text.substr(n).find_first_not_of(" \t\r\n") != std::string_view::npos)
+    return validation_error{validation_error::kind::malformed_json, "", "",
+                            "malformed JSON: data after the end of the document"};
   return std::nullopt;
 }
 
