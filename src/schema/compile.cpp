@@ -5,6 +5,7 @@
 // branches are folded into a mask.
 #include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "schema/compile_support.hpp"
@@ -19,7 +20,28 @@ namespace json = boost::json;
 namespace detail {
 namespace {
 
-constexpr std::string_view draft_2020_12 = "https://json-schema.org/draft/2020-12/schema";
+// The dialect a `$schema` URI names: the metaschema URIs of drafts 2020-12, 2019-09 and 07, with
+// http or https and with or without the empty fragment, as generators and the test suites write
+// them.
+std::optional<dialect> dialect_of(std::string_view uri) {
+  if (uri.ends_with('#')) uri.remove_suffix(1);
+  if (uri.starts_with("https://")) uri.remove_prefix(8);
+  else if (uri.starts_with("http://")) uri.remove_prefix(7);
+  else return std::nullopt;
+  if (uri == "json-schema.org/draft/2020-12/schema") return dialect::draft2020_12;
+  if (uri == "json-schema.org/draft/2019-09/schema") return dialect::draft2019_09;
+  if (uri == "json-schema.org/draft-07/schema") return dialect::draft7;
+  return std::nullopt;
+}
+
+std::string_view dialect_name(dialect d) {
+  switch (d) {
+    case dialect::draft7: return "draft-07";
+    case dialect::draft2019_09: return "draft 2019-09";
+    case dialect::draft2020_12: return "draft 2020-12";
+  }
+  return "";
+}
 
 bool is_annotation(std::string_view k) {
   return k == "title" || k == "description" || k == "default" || k == "examples" || k == "$comment" ||
@@ -30,10 +52,11 @@ bool is_annotation(std::string_view k) {
 
 bool descends(std::string_view k) {
   return k == "properties" || k == "patternProperties" || k == "additionalProperties" || k == "items" ||
-         k == "prefixItems" || k == "contains" || k == "propertyNames";
+         k == "prefixItems" || k == "additionalItems" || k == "contains" || k == "propertyNames";
 }
 
 result<void> compiler::run() {
+  if (auto r = choose_dialect(); !r) return r;
   if (auto r = root_id(); !r) return r;
   auto root = compile_schema(root_, "", 0, true);
   if (!root) return std::move(root).err();
@@ -68,10 +91,40 @@ void compiler::fold_type_unions() {
   }
 }
 
+// The root `$schema` picks the dialect for the whole document (a `$schema` below the root is
+// refused, or an annotation where only checked). None: 2020-12. A dialect sluice does not know is
+// refused where something is validated; a check_only schema may name any and is read as 2020-12.
+result<void> compiler::choose_dialect() {
+  if (!root_.is_object()) return ok;
+  auto* s = root_.as_object().if_contains("$schema");
+  if (!s) return ok;
+  if (!s->is_string()) return refuse("$schema must be a string", "/$schema");
+  if (auto d = dialect_of(s->get_string())) {
+    dialect_ = p_.dialect = *d;
+    return ok;
+  }
+  if (check_only_) return ok;
+  return refuse("unsupported $schema \"" + std::string(s->get_string()) +
+                    "\": JSON Schema draft 2020-12, 2019-09 and draft-07 are supported",
+                "/$schema");
+}
+
+bool compiler::foreign_keyword(std::string_view k) const {
+  switch (dialect_) {
+    case dialect::draft7:
+      return k == "prefixItems" || k == "dependentRequired" || k == "minContains" || k == "maxContains";
+    case dialect::draft2019_09: return k == "prefixItems";
+    case dialect::draft2020_12: return false;
+  }
+  return false;
+}
+
 result<void> compiler::root_id() {
   if (!root_.is_object()) return ok;
   auto* id = root_.as_object().if_contains("$id");
   if (!id) return ok;
+  // Draft 7 ignores every sibling of a $ref, the root's $id included.
+  if (dialect_ == dialect::draft7 && root_.as_object().contains("$ref")) return ok;
   if (!id->is_string()) return refuse("$id must be a string", "/$id");
   std::string_view s = id->as_string();
   root_id_ = std::string(s.substr(0, s.find('#')));
@@ -100,26 +153,32 @@ result<std::uint32_t> compiler::compile_schema(const json::value& v, const std::
   const json::object& o = v.get_object();
   member_names names;
   bool has_contains = o.contains("contains");
+  // Draft 7: "All other properties in a $ref object MUST be ignored" -- the $ref alone is the schema.
+  const bool ref_alone = dialect_ == dialect::draft7 && o.contains("$ref");
+  // Drafts 7 and 2019-09: an array-form `items` is 2020-12's prefixItems, and `additionalItems`
+  // beside it is 2020-12's items.
+  const json::value* items = o.if_contains("items");
+  const bool tuple_items = dialect_ != dialect::draft2020_12 && items && items->is_array();
 
   for (const auto& kv : o) {
     std::string_view k = kv.key();
     const json::value& val = kv.value();
+    if (ref_alone && k != "$ref") continue;
     std::string kp = path + "/" + escape_token(k);
     std::size_t child_depth = descends(k) ? depth + 1 : depth;
     if (is_annotation(k)) continue;
     if (k == "$schema") {
-      // A schema only checked (check_only) may name another dialect: tool schemas often say draft 7.
+      // A schema only checked (check_only) may say $schema anywhere: generators repeat it.
       if (check_only_ && !is_root) continue;
       if (!is_root) return refuse("$schema is only supported at the root", kp);
-      if (!val.is_string()) return refuse("$schema must be a string", kp);
-      std::string_view s = val.get_string();
-      if (!check_only_ && s != draft_2020_12 && s != std::string(draft_2020_12) + "#")
-        return refuse("only JSON Schema draft 2020-12 is supported", kp);
+      // The root's was read by choose_dialect.
     } else if (k == "$id") {
       if (check_only_ && !is_root) continue;
       if (!is_root) return refuse("$id is only supported at the root", kp);
-    } else if (k == "$defs") {
-      if (!val.is_object()) return refuse("$defs must be an object", kp);
+    } else if (k == "$defs" || k == "definitions") {
+      // `definitions` is draft 7's name for $defs; a $ref into either resolves by JSON pointer in
+      // every draft, so both are read as definitions whatever the dialect.
+      if (!val.is_object()) return refuse(std::string(k) + " must be an object", kp);
       for (const auto& d : val.get_object()) {
         std::string dp = kp + "/" + escape_token(d.key());
         if (add_chars(code_points(d.key()))) return too_many_chars(dp);
@@ -131,8 +190,14 @@ result<std::uint32_t> compiler::compile_schema(const json::value& v, const std::
       n.flags |= f_inplace;
       has_refs_ = true;
       refs_.push_back({idx, std::string(val.get_string()), kp});
+    } else if (foreign_keyword(k)) {
+      if (check_only_) continue;
+      return refuse("unsupported keyword \"" + std::string(k) + "\": not part of JSON Schema " +
+                        std::string(dialect_name(dialect_)),
+                    kp);
     } else {
-      auto known = assertion_keyword(n, k, val, kp, has_contains);
+      auto known = dialect_keyword(n, k, val, kp, depth, tuple_items, names);
+      if (known && !*known) known = assertion_keyword(n, k, val, kp, has_contains);
       if (known && !*known) known = subschema_keyword(n, k, val, kp, child_depth);
       if (known && !*known) known = object_keyword(n, k, val, kp, child_depth, names);
       if (!known) return std::move(known).err();
@@ -149,7 +214,8 @@ result<std::uint32_t> compiler::compile_schema(const json::value& v, const std::
   }
   if (n.types & t_integer && !(n.types & t_number)) n.flags |= f_integer_only;
   if (auto r = build_key_table(n, names, path); !r) return r.err();
-  for (std::uint32_t c : names.unmatched) side_children_.emplace_back(idx, c);
+  for (std::uint32_t c : names.unmatched) side_children_.push_back({idx, c, true});
+  for (std::uint32_t c : names.unmatched_in_place) side_children_.push_back({idx, c, false});
   p_.nodes[idx] = std::move(n);
   return idx;
 }
@@ -209,7 +275,8 @@ std::size_t string_chars(const json::value& v) noexcept {
 }
 
 bool compiler::is_container_keyword(std::string_view t) {
-  return t == "properties" || t == "patternProperties" || t == "$defs" || t == "dependentRequired";
+  return t == "properties" || t == "patternProperties" || t == "$defs" || t == "definitions" ||
+         t == "dependentRequired" || t == "dependencies";
 }
 
 const json::value* compiler::step(const json::value& v, const std::string& token) {

@@ -30,8 +30,8 @@ struct graph {
   std::vector<edge> edges;
 };
 
-graph edges_of(const program& p, std::vector<std::pair<std::uint32_t, std::uint32_t>> side) {
-  std::sort(side.begin(), side.end());
+graph edges_of(const program& p, std::vector<side_child> side) {
+  std::sort(side.begin(), side.end(), [](const side_child& a, const side_child& b) { return a.parent < b.parent; });
   graph g;
   g.first.reserve(p.nodes.size() + 1);
   g.edges.reserve(p.nodes.size() + side.size());  // about one edge per node: most have one parent
@@ -52,7 +52,7 @@ graph edges_of(const program& p, std::vector<std::pair<std::uint32_t, std::uint3
     one(n.property_names, true);
     for (std::uint32_t i = 0; i < n.keys.size; ++i) one(p.keys[n.keys.begin + i].prop, true);
     for (std::uint32_t i = 0; i < n.pattern_props.size; ++i) one(p.patterns[n.pattern_props.begin + i].node, true);
-    for (; s != side.end() && s->first == u; ++s) one(s->second, true);
+    for (; s != side.end() && s->parent == u; ++s) one(s->child, s->descends);
     list(n.all_of, false);
     list(n.any_of, false);
     list(n.one_of, false);

@@ -11,6 +11,43 @@ namespace sluice::schema::detail {
 
 namespace json = boost::json;
 
+// Keywords whose meaning is their dialect's own: drafts 7 and 2019-09's additionalItems, draft 7's
+// dependencies. False when k is none of them (or not a keyword of this dialect).
+result<bool> compiler::dialect_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp,
+                                       std::size_t depth, bool tuple_items, member_names& names) {
+  if (k == "additionalItems" && dialect_ != dialect::draft2020_12) {
+    // The items after an array-form `items`. Beside a schema-form `items`, or none, it has no
+    // effect; it is compiled all the same, so it is held to what every unused subschema is.
+    auto r = compile_schema(val, kp, depth + 1);
+    if (!r) return std::move(r).err();
+    if (tuple_items) n.items = *r, n.flags |= f_array;
+  } else if (k == "dependencies" && dialect_ == dialect::draft7) {
+    // Draft 7's dependencies: an array of names is 2019-09's dependentRequired; a schema is its
+    // dependentSchemas, which sluice does not assert.
+    if (!val.is_object()) return refuse("dependencies must be an object", kp);
+    for (const auto& d : val.get_object()) {
+      std::string dp = kp + "/" + escape_token(d.key());
+      if (d.value().is_array()) {
+        auto r = parse_names(d.value(), dp);
+        if (!r) return std::move(r).err();
+        names.dependent.emplace_back(std::string(d.key()), std::move(*r));
+      } else if (check_only_) {  // applies in place; compiled so its structure and refs are checked
+        auto r = compile_schema(d.value(), dp, depth);
+        if (!r) return std::move(r).err();
+        names.unmatched_in_place.push_back(*r);
+      } else {
+        return refuse("dependencies with a schema (draft 2019-09's dependentSchemas) is not supported; "
+                      "only arrays of property names",
+                      dp);
+      }
+    }
+    n.flags |= f_object | f_dependencies;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // Keywords that assert something of the value itself: type, enum/const, numeric bounds, lengths
 // and counts, pattern, format, uniqueItems. False when k is none of them.
 result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp,
@@ -97,10 +134,12 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
 // additionalProperties, propertyNames and the in-place applicators. False when k is none of them.
 result<bool> compiler::subschema_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp,
                                          std::size_t child_depth) {
-  // Draft 7's array form of items is prefixItems by another name: checked as such where nothing is
-  // validated, refused where the difference (additionalItems) would be silently lost.
+  // The array form of items is prefixItems by another name in drafts 7 and 2019-09 (their
+  // additionalItems: dialect_keyword). In 2020-12 it is no schema at all: read as prefixItems where
+  // nothing is validated, refused where the difference would be silently lost.
   const bool tuple_items = k == "items" && val.is_array();
-  if (tuple_items && !check_only_) return refuse("array-form items is draft 7; use prefixItems (draft 2020-12)", kp);
+  if (tuple_items && !check_only_ && dialect_ == dialect::draft2020_12)
+    return refuse("array-form items is drafts 7 and 2019-09 (say so in $schema); draft 2020-12 has prefixItems", kp);
   if (!tuple_items && (k == "items" || k == "contains" || k == "additionalProperties" || k == "propertyNames" ||
                        k == "not" || k == "if" || k == "then" || k == "else")) {
     auto r = compile_schema(val, kp, child_depth);

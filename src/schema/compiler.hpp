@@ -22,6 +22,14 @@
 
 namespace sluice::schema::detail {
 
+// A subschema a node does not hold but the depth pass must still follow (check_only: regex-less
+// patternProperties, draft 7's schema-valued dependencies).
+struct side_child {
+  std::uint32_t parent;
+  std::uint32_t child;
+  bool descends;  // applies to a nested value (a level deeper) rather than in place
+};
+
 // Keywords whose subschemas apply to values nested inside the instance: they count towards
 // compile_limits::max_depth. In-place applicators (allOf, $ref, ...) and $defs do not.
 bool descends(std::string_view k);
@@ -41,6 +49,7 @@ class compiler {
     std::vector<std::string> required;
     std::vector<std::pair<std::string, std::vector<std::string>>> dependent;  // dependentRequired
     std::vector<std::uint32_t> unmatched;  // check_only: patternProperties subschemas (no regex, so not in the node)
+    std::vector<std::uint32_t> unmatched_in_place;  // check_only: draft 7's schema-valued dependencies
   };
 
   struct pending_ref {
@@ -51,7 +60,13 @@ class compiler {
 
   // compile.cpp
   void fold_type_unions();
+  result<void> choose_dialect();
   result<void> root_id();
+  // A keyword of another dialect, not of this document's (prefixItems in draft 7): refused where
+  // something is validated (as every unknown keyword), an annotation in a check_only schema.
+  bool foreign_keyword(std::string_view k) const;
+  result<bool> dialect_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
+                               std::size_t depth, bool tuple_items, member_names& names);
   result<std::uint32_t> compile_schema(const boost::json::value& v, const std::string& path, std::size_t depth,
                                        bool is_root = false);
   result<void> resolve_refs();
@@ -90,13 +105,14 @@ class compiler {
   const compile_limits& lim_;
   const bool check_only_;
   program& p_;
+  schema::dialect dialect_ = schema::dialect::draft2020_12;
   std::string root_id_;
   std::unordered_map<const boost::json::value*, std::uint32_t> memo_;
   std::vector<pending_ref> refs_;
   bool has_refs_ = false;  // without a $ref the lexical depth check of compile_schema is the whole story
   // check_only: (node, subschema) pairs the nodes do not hold (member_names::unmatched), so the
   // depth pass still sees them.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> side_children_;
+  std::vector<side_child> side_children_;
   std::size_t properties_ = 0;
   std::size_t enum_values_ = 0;
   std::size_t total_chars_ = 0;

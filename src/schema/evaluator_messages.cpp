@@ -66,10 +66,12 @@ std::string evaluator::schema_path(const failure& f) const {
     case keyword::min_items: kw = "minItems"; break;
     case keyword::max_items: kw = "maxItems"; break;
     case keyword::items:
-      if (f.detail < n.prefix_items.size)
-        return std::string(p_->str(n.path)) + "/prefixItems/" + std::to_string(f.detail);
-      kw = "items";
-      break;
+      // The `false` subschema that refused the item, by its own location: prefixItems/i or items
+      // (2020-12), items/i or additionalItems (the array form of drafts 7 and 2019-09).
+      return std::string(p_->str(p_->nodes[f.detail < n.prefix_items.size
+                                               ? p_->indices[n.prefix_items.begin + f.detail]
+                                               : n.items]
+                                     .path));
     case keyword::contains: kw = n.min_contains == 1 ? "contains" : "minContains"; break;
     case keyword::min_contains: kw = "minContains"; break;
     case keyword::max_contains: kw = "maxContains"; break;
@@ -79,7 +81,7 @@ std::string evaluator::schema_path(const failure& f) const {
     case keyword::required: kw = "required"; break;
     case keyword::min_properties: kw = "minProperties"; break;
     case keyword::max_properties: kw = "maxProperties"; break;
-    case keyword::dependent_required: kw = "dependentRequired"; break;
+    case keyword::dependent_required: kw = n.flags & f_dependencies ? "dependencies" : "dependentRequired"; break;
     case keyword::any_of: kw = "anyOf"; break;
     case keyword::one_of: kw = "oneOf"; break;
     case keyword::not_: kw = "not"; break;
@@ -127,7 +129,9 @@ std::string evaluator::describe(const failure& f) const {
     case keyword::required: return "missing required property " + name(f.detail);
     case keyword::min_properties: return "object has fewer than " + std::to_string(n.min_properties) + " properties";
     case keyword::max_properties: return "object has more than " + std::to_string(n.max_properties) + " properties";
-    case keyword::dependent_required: return "missing property " + name(f.detail) + " required by dependentRequired";
+    case keyword::dependent_required:
+      return "missing property " + name(f.detail) + " required by " +
+             (n.flags & f_dependencies ? "dependencies" : "dependentRequired");
     case keyword::any_of: return "value matches none of the anyOf subschemas";
     case keyword::one_of:
       return f.detail == 0 ? "value matches none of the oneOf subschemas"

@@ -15,6 +15,7 @@
 
 #include <re2/re2.h>
 
+#include "schema/schema.hpp"
 #include "schema/value_hash.hpp"
 
 namespace sluice::schema::detail {
@@ -166,6 +167,7 @@ enum node_flag : std::uint32_t {
   f_unique = 1u << 8,
   f_integer_only = 1u << 9,  // type admits integers but not other numbers
   f_max_length = 1u << 10,
+  f_dependencies = 1u << 11, // draft 7: dependentRequired spelled `dependencies` (schema paths, messages)
 };
 
 struct node {
@@ -238,6 +240,7 @@ struct program {
   std::string text;  // pool for every text_ref
   std::size_t estimated_bytes = 0;
   bool check_only = false;  // compiled with compile_purpose::check_only (schema.hpp)
+  schema::dialect dialect = schema::dialect::draft2020_12;  // chosen by the root $schema
 
   std::string_view str(text_ref r) const noexcept { return {text.data() + r.off, r.len}; }
   text_ref add_text(std::string_view s) {

@@ -1,4 +1,5 @@
-// JSON Schema (draft 2020-12, the subset used for structured outputs): compile once under hard
+// JSON Schema (drafts 2020-12, 2019-09 and 07, the subset used for structured outputs; the root
+// `$schema` picks the dialect, 2020-12 without one): compile once under hard
 // limits, then validate many instances. A compiled_schema is immutable and safe to share across
 // threads; validate()/validate_text() are const and reentrant (per-thread scratch buffers).
 #pragma once
@@ -47,6 +48,11 @@ struct compile_limits {
 // validates less than it says and must not be used for validation.
 enum class compile_purpose : unsigned char { validate, check_only };
 
+// The JSON Schema dialect a document is read in, chosen by its root `$schema` (none: 2020-12).
+// Where the drafts give a keyword different meanings (array-form `items`, `$ref` siblings), the
+// compiled schema follows its own draft (docs/schema.md, "Dialects").
+enum class dialect : unsigned char { draft7, draft2019_09, draft2020_12 };
+
 // Bounds on one validation (a document or a stream). Past a bound the verdict is an error of
 // kind limit_exceeded, never unbounded work or memory.
 struct validate_limits {
@@ -86,6 +92,7 @@ class compiled_schema {
   std::size_t estimated_bytes() const noexcept;
   std::size_t node_count() const noexcept;
   compile_purpose purpose() const noexcept;
+  schema::dialect dialect() const noexcept;
   const detail::program& program() const noexcept { return *prog_; }
 
  private:

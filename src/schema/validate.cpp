@@ -83,6 +83,7 @@ std::size_t compiled_schema::node_count() const noexcept { return prog_->nodes.s
 compile_purpose compiled_schema::purpose() const noexcept {
   return prog_->check_only ? compile_purpose::check_only : compile_purpose::validate;
 }
+dialect compiled_schema::dialect() const noexcept { return prog_->dialect; }
 
 verdict compiled_schema::validate(const json::value& instance, const validate_limits& limits) const {
   thread_local evaluator ev;

@@ -173,6 +173,42 @@ TEST(StructuredOutput, ContractPolicyHeaderAndCompileErrors) {
   EXPECT_TRUE((*c)->keeps_request_body());
 }
 
+// The npm SDK's zodTextFormat/zodResponseFormat (zod 4) say draft 7 and use `definitions`: such a
+// schema is a contract, read in its draft; a dialect sluice does not know is a 400 naming $schema.
+TEST(StructuredOutput, Draft7SchemasFromTheSdkAreContracts) {
+  schema::schema_cache cache;
+  schema_options o;
+  auto make = [&](const char* schema) {
+    output_schema_request w;
+    w.schema = json::parse(schema);
+    w.param = "text.format.schema";
+    w.name = "tree";
+    return make_output_contract(api::responses, std::move(w), {}, o, cache);
+  };
+  auto c = make(R"({"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+      "properties":{"root":{"$ref":"#/definitions/__schema0"},"pair":{"type":"array","items":[{"type":"string"}],"additionalItems":false}},
+      "required":["root","pair"],"additionalProperties":false,
+      "definitions":{"__schema0":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/definitions/__schema0"}}},
+        "required":["kids"],"additionalProperties":false}}})");
+  ASSERT_TRUE(c.has_value()) << c.err().message;
+  ASSERT_TRUE(c->has_value());
+  auto out = [](std::string text) {
+    json::object part{{"type", "output_text"}, {"text", text}};
+    json::object msg{{"type", "message"}, {"content", json::array{part}}};
+    return json::serialize(json::object{{"object", "response"}, {"output", json::array{msg}}});
+  };
+  EXPECT_FALSE(check_whole(**c, out(R"({"root":{"kids":[{"kids":[]}]},"pair":["a"]})")));
+  auto bad = check_whole(**c, out(R"({"root":{"kids":[{"kids":[]}]},"pair":["a","b"]})"));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad.error->instance_path, "/pair/1");
+  EXPECT_EQ(bad.error->schema_path, "/properties/pair/additionalItems");
+
+  auto old = make(R"({"$schema":"http://json-schema.org/draft-04/schema#","type":"object"})");
+  ASSERT_FALSE(old.has_value());
+  EXPECT_EQ(old.err().code, errc::bad_request);
+  EXPECT_EQ(old.err().param, "text.format.schema/$schema");
+}
+
 TEST(StructuredOutput, WholeAnswers) {
   auto c = contract(api::chat_completions, schema_policy::annotate);
   auto chat = [](std::string content) {
