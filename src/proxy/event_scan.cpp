@@ -69,10 +69,8 @@ class scan_handler {
     return true;
   }
   bool on_string(string_view s, std::size_t, error_code& ec) {
-    if (depth_ == 1 && top_ == top_key::type) {
-      append(s);
-      classify_type(std::string_view(name_, name_len_ <= name_cap ? name_len_ : 0));
-    }
+    // Kept small so that the parser inlines it: only a top-level "type" is read (rare on chat).
+    if (depth_ == 1 && top_ == top_key::type) [[unlikely]] read_type(s);
     name_len_ = 0;
     return scalar(ec);
   }
@@ -104,21 +102,32 @@ class scan_handler {
   }
 
  private:
+  // By length first: most names of a chat chunk (id, object, created, model, ...) are ruled out
+  // by it without a comparison.
   static top_key classify_top(std::string_view n) noexcept {
-    if (n == "choices") return top_key::choices;
-    if (n == "usage") return top_key::usage;
-    if (n == "error") return top_key::error;
-    if (n == "type") return top_key::type;
-    if (n == "response") return top_key::response;
-    if (n == "sequence_number") return top_key::sequence_number;
-    return top_key::other;
+    switch (n.size()) {
+      case 4: return n == "type" ? top_key::type : top_key::other;
+      case 5: return n == "usage" ? top_key::usage : n == "error" ? top_key::error : top_key::other;
+      case 7: return n == "choices" ? top_key::choices : top_key::other;
+      case 8: return n == "response" ? top_key::response : top_key::other;
+      case 15: return n == "sequence_number" ? top_key::sequence_number : top_key::other;
+      default: return top_key::other;
+    }
   }
   static usage_key classify_usage(std::string_view n) noexcept {
-    if (n == "completion_tokens") return usage_key::completion_tokens;
-    if (n == "prompt_tokens") return usage_key::prompt_tokens;
-    if (n == "output_tokens") return usage_key::output_tokens;
-    if (n == "input_tokens") return usage_key::input_tokens;
-    return usage_key::other;
+    switch (n.size()) {
+      case 17: return n == "completion_tokens" ? usage_key::completion_tokens : usage_key::other;
+      case 13:
+        return n == "prompt_tokens" ? usage_key::prompt_tokens
+               : n == "output_tokens" ? usage_key::output_tokens
+                                      : usage_key::other;
+      case 12: return n == "input_tokens" ? usage_key::input_tokens : usage_key::other;
+      default: return usage_key::other;
+    }
+  }
+  [[gnu::noinline]] void read_type(string_view s) noexcept {
+    append(s);
+    classify_type(std::string_view(name_, name_len_ <= name_cap ? name_len_ : 0));
   }
   void classify_type(std::string_view v) noexcept {
     using t = event_facts::type_kind;
