@@ -77,6 +77,10 @@ bool stream_check::feed(std::string_view bytes, clock::time_point now) {
 
 bool stream_check::on_response_event(const json::object& event, std::string_view data, bool& content) {
   const auto* type = event.if_contains("type");
+  if ((!type || *type == "error") && event.contains("error")) {  // an in-band error, typed or not
+    fail(verdict::error_event, "error event: " + clip(data));
+    return false;
+  }
   if (!type || !type->is_string()) {
     fail(verdict::malformed, "event without a type: " + clip(data));
     return false;

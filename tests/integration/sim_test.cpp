@@ -788,7 +788,9 @@ TEST_F(sim_fixture, ToolCallsChatAndResponses) {
   EXPECT_NE(resp.body.find("event: response.function_call_arguments.delta\n"), std::string::npos) << resp.body;
   EXPECT_NE(resp.body.find("event: response.function_call_arguments.done\n"), std::string::npos);
   EXPECT_EQ(resp.body.find("response.output_text"), std::string::npos);
-  auto last = json::parse(event_data(resp.body).back()).at("response");
+  const auto data = resp.body.rfind("\ndata: ");  // the last event: response.completed
+  ASSERT_NE(data, std::string::npos);
+  auto last = json::parse(resp.body.substr(data + 7, resp.body.find('\n', data + 1) - data - 7)).at("response");
   EXPECT_EQ(last.at("status"), "completed");
   EXPECT_EQ(last.at("output").at(0).at("type"), "function_call");
   EXPECT_EQ(last.at("output").at(0).at("name"), "lookup");

@@ -130,6 +130,7 @@ TEST_F(responses_check_test, incomplete_failed_and_error_are_failures) {
   }
   // An in-band error without a type field (what a gateway sends): still an error event.
   EXPECT_EQ(run(good_events()[0] + "event: error\ndata: {\"error\":{\"message\":\"x\"}}\n\n"), verdict::error_event);
+  EXPECT_EQ(run(good_events()[0] + "data: {\"error\":{\"message\":\"x\"}}\n\n"), verdict::error_event);
 }
 
 TEST_F(responses_check_test, done_marker_only_after_completed) {
