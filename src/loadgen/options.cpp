@@ -73,7 +73,7 @@ result<header_line> parse_header_line(std::string_view line) {
 
 void options::register_options(config::option_table& table) {
   table.add("target", "base URL of the target, http://HOST:PORT (plain http only)", target)
-      .add("path", "request path: /v1/chat/completions or /v1/completions", path)
+      .add("path", "request path: /v1/chat/completions, /v1/completions or /v1/responses", path)
       .add("concurrency", "streams open at the same time", concurrency)
       .add("requests", "total requests (0: same as --concurrency)", requests)
       .add_duration("duration", "hard cap on the run; streams still open then count as timeouts", duration_limit)
@@ -106,8 +106,8 @@ void options::register_options(config::option_table& table) {
 result<void> validate(const options& opt) {
   auto t = parse_target(opt.target);
   if (!t) return std::move(t).err();
-  if (opt.path != "/v1/chat/completions" && opt.path != "/v1/completions")
-    return bad("path must be /v1/chat/completions or /v1/completions, got '" + opt.path + "'");
+  if (opt.path != "/v1/chat/completions" && opt.path != "/v1/completions" && opt.path != "/v1/responses")
+    return bad("path must be /v1/chat/completions, /v1/completions or /v1/responses, got '" + opt.path + "'");
   if (opt.concurrency == 0 || opt.concurrency > max_concurrency)
     return bad("concurrency must be between 1 and " + std::to_string(max_concurrency));
   if (opt.requests > 0 && opt.requests > 1000 * max_concurrency)

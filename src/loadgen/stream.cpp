@@ -102,7 +102,8 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
   parser.header_limit(static_cast<std::uint32_t>(max_head_bytes));
   if (opt.stream) parser.body_limit(boost::none);  // a stream is bounded by time, not size
   else parser.body_limit(max_json_body_bytes);
-  stream_check check(opt.stream, ts.json, &ts.stats.gap);
+  stream_check check(opt.stream, ts.json, &ts.stats.gap,
+                     opt.path == "/v1/responses" ? wire::responses : wire::choices);
   std::string carry;  // bytes the HTTP parser could not use yet: a partial head or chunk header
   bool head_done = false;
   const std::size_t read_max = opt.read_mode == mode::slow ? static_cast<std::size_t>(opt.read_size) : ts.read_buf.size();
@@ -284,13 +285,15 @@ std::string build_request(const options& opt, const target_url& t) {
   body["model"] = opt.model;
   if (opt.path == "/v1/completions") {
     body["prompt"] = opt.prompt;
+  } else if (opt.path == "/v1/responses") {
+    body["input"] = opt.prompt;
   } else {
     boost::json::array messages;
     messages.push_back(boost::json::object{{"role", "user"}, {"content", opt.prompt}});
     body["messages"] = std::move(messages);
   }
   body["stream"] = opt.stream;
-  if (opt.max_tokens > 0) body["max_tokens"] = opt.max_tokens;
+  if (opt.max_tokens > 0) body[opt.path == "/v1/responses" ? "max_output_tokens" : "max_tokens"] = opt.max_tokens;
   const std::string payload = boost::json::serialize(body);
 
   std::string req;

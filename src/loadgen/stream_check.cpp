@@ -27,6 +27,15 @@ bool has_content(const json::object& chunk) {
   return false;
 }
 
+// A Responses API event that carries generated output (a text or tool-call argument delta).
+bool response_has_content(const json::object& event, std::string_view type) {
+  if (type != "response.output_text.delta" && type != "response.function_call_arguments.delta") return false;
+  const auto* d = event.if_contains("delta");
+  return d && d->is_string() && !d->get_string().empty();
+}
+
+std::string clip(std::string_view s) { return std::string(s.substr(0, 200)); }
+
 }  // namespace
 
 std::string_view to_string(verdict v) noexcept {
@@ -40,8 +49,8 @@ std::string_view to_string(verdict v) noexcept {
   return "?";
 }
 
-stream_check::stream_check(bool streaming, json_scratch& scratch, histogram* gaps)
-    : sse_(max_event_bytes), scratch_(&scratch), gaps_(gaps), streaming_(streaming) {
+stream_check::stream_check(bool streaming, json_scratch& scratch, histogram* gaps, wire format)
+    : sse_(max_event_bytes), scratch_(&scratch), gaps_(gaps), streaming_(streaming), format_(format) {
   if (!streaming_) body_ = std::make_unique<json::stream_parser>();
 }
 
@@ -66,12 +75,79 @@ bool stream_check::feed(std::string_view bytes, clock::time_point now) {
   return verdict_ == verdict::pending;
 }
 
-bool stream_check::on_event(const sse::event_view& ev, clock::time_point now) {
+bool stream_check::on_response_event(const json::object& event, std::string_view data, bool& content) {
+  const auto* type = event.if_contains("type");
+  if ((!type || *type == "error") && event.contains("error")) {  // an in-band error, typed or not
+    fail(verdict::error_event, "error event: " + clip(data));
+    return false;
+  }
+  if (!type || !type->is_string()) {
+    fail(verdict::malformed, "event without a type: " + clip(data));
+    return false;
+  }
+  const std::string_view t(type->get_string().data(), type->get_string().size());
   if (saw_done_) {
+    fail(verdict::malformed, "event after response.completed: " + std::string(t));
+    return false;
+  }
+  if (t == "error" || t == "response.failed" || t == "response.incomplete") {
+    fail(verdict::error_event, std::string(t) + ": " + clip(data));
+    return false;
+  }
+  const auto* seq = event.if_contains("sequence_number");
+  if (!seq || !(seq->is_int64() || seq->is_uint64())) {
+    fail(verdict::malformed, std::string(t) + " without a sequence_number");
+    return false;
+  }
+  const std::uint64_t n = seq->is_uint64() ? seq->get_uint64() : static_cast<std::uint64_t>(seq->get_int64());
+  if (seq->is_int64() && seq->get_int64() < 0) {
+    fail(verdict::malformed, "negative sequence_number");
+    return false;
+  }
+  if (n != next_sequence_) {
+    fail(verdict::malformed, std::string(t) + " has sequence_number " + std::to_string(n) + ", expected " +
+                                 std::to_string(next_sequence_));
+    return false;
+  }
+  if (next_sequence_ == 0 && t != "response.created") {
+    fail(verdict::malformed, "the first event is " + std::string(t) + ", not response.created");
+    return false;
+  }
+  if (next_sequence_ > 0 && t == "response.created") {
+    fail(verdict::malformed, "response.created again at sequence_number " + std::to_string(n));
+    return false;
+  }
+  ++next_sequence_;
+  if (t == "response.completed") {
+    const auto* r = event.if_contains("response");
+    const json::object* resp = r && r->is_object() ? &r->get_object() : nullptr;
+    const auto* status = resp ? resp->if_contains("status") : nullptr;
+    const auto* usage = resp ? resp->if_contains("usage") : nullptr;
+    if (!status || *status != "completed") {
+      fail(verdict::malformed, "response.completed without status \"completed\"");
+      return false;
+    }
+    if (!usage || !usage->is_object()) {
+      fail(verdict::malformed, "response.completed without usage");
+      return false;
+    }
+    saw_done_ = true;
+  }
+  content = response_has_content(event, t);
+  return true;
+}
+
+bool stream_check::on_event(const sse::event_view& ev, clock::time_point now) {
+  if (format_ == wire::responses && ev.data == "[DONE]") {
+    // Not sent by the Responses API; tolerated after its end, as some compatible servers add it.
+    if (!saw_done_) fail(verdict::malformed, "[DONE] before response.completed");
+    return saw_done_;
+  }
+  if (format_ == wire::choices && saw_done_) {
     fail(verdict::malformed, "event after [DONE]");
     return false;
   }
-  if (ev.data == "[DONE]") {
+  if (format_ == wire::choices && ev.data == "[DONE]") {
     saw_done_ = true;
     return true;
   }
@@ -89,16 +165,24 @@ bool stream_check::on_event(const sse::event_view& ev, clock::time_point now) {
     fail(verdict::malformed, "data is not JSON: " + std::string(ev.data.substr(0, 200)));
     return false;
   }
-  bool is_error = false, content = false;
+  bool is_error = false, content = false, passed = true;
   {
     json::value v = js.parser.release();
-    if (v.is_object()) {
+    if (format_ == wire::responses) {
+      if (v.is_object()) {
+        passed = on_response_event(v.get_object(), ev.data, content);
+      } else {
+        fail(verdict::malformed, "data is not a JSON object: " + clip(ev.data));
+        passed = false;
+      }
+    } else if (v.is_object()) {
       const auto& obj = v.get_object();
       is_error = obj.contains("error");
       content = !is_error && has_content(obj);
     }
   }  // the value dies before its scratch storage is rewound
   js.resource.release();
+  if (!passed) return false;
   if (is_error) {
     fail(verdict::error_event, "error event: " + std::string(ev.data.substr(0, 200)));
     return false;
@@ -127,6 +211,10 @@ verdict stream_check::finish(bool clean) {
     }
     json::value v = body_->release();
     body_.reset();
+    if (format_ == wire::responses) {
+      finish_whole(v);
+      return verdict_;
+    }
     if (!v.is_object()) {
       fail(verdict::malformed, "response body is not a JSON object");
     } else if (v.get_object().contains("error")) {
@@ -138,14 +226,30 @@ verdict stream_check::finish(bool clean) {
     }
     return verdict_;
   }
+  const char* end = format_ == wire::responses ? "response.completed" : "[DONE]";
   if (!saw_done_) {
-    fail(verdict::truncated, sse_.pending_bytes() ? "ended inside an event, without [DONE]" : "ended without [DONE]");
+    fail(verdict::truncated, std::string(sse_.pending_bytes() ? "ended inside an event, without " : "ended without ") + end);
   } else if (!clean) {
-    fail(verdict::truncated, "[DONE] arrived but the body did not end cleanly");
+    fail(verdict::truncated, std::string(end) + " arrived but the body did not end cleanly");
   } else {
     verdict_ = verdict::ok;
   }
   return verdict_;
+}
+
+// A whole Responses API answer: a response object, no error, status "completed", an output array.
+void stream_check::finish_whole(const json::value& v) {
+  const json::object* o = v.is_object() ? &v.get_object() : nullptr;
+  const json::value* err = o ? o->if_contains("error") : nullptr;
+  const json::value* status = o ? o->if_contains("status") : nullptr;
+  const json::value* output = o ? o->if_contains("output") : nullptr;
+  if (!o) fail(verdict::malformed, "response body is not a JSON object");
+  else if (err && !err->is_null()) fail(verdict::error_event, "error object in a 2xx response");
+  else if (!status || !status->is_string()) fail(verdict::malformed, "response has no status");
+  else if (*status != "completed")
+    fail(verdict::error_event, "response status is " + std::string(status->get_string().c_str()));
+  else if (!output || !output->is_array()) fail(verdict::malformed, "response has no output array");
+  else verdict_ = verdict::ok;
 }
 
 }  // namespace sluice::loadgen

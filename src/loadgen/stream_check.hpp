@@ -1,6 +1,9 @@
 // Verifies one response body as it arrives, without keeping it: SSE framing, JSON of every data
 // payload, in-band error events and the closing [DONE] (or, for non-stream requests, a JSON body
-// with choices). One instance per request, used on one thread; json_scratch is per thread.
+// with choices). Responses API answers (wire::responses) instead: typed events numbered from 0 by
+// sequence_number, response.created first, response.completed (with usage) last; a whole answer
+// with status "completed" and an output array. One instance per request, used on one thread;
+// json_scratch is per thread.
 #pragma once
 
 #include <chrono>
@@ -35,11 +38,15 @@ struct json_scratch {
 
 enum class verdict { pending, ok, truncated, malformed, error_event };
 
+// Which wire format the answer has: chat and legacy completions (`choices`, [DONE]) or the
+// Responses API.
+enum class wire { choices, responses };
+
 class stream_check {
  public:
   // streaming: an SSE body is expected; otherwise one JSON document with "choices".
   // gaps (optional) receives the time between consecutive chunks, in nanoseconds.
-  stream_check(bool streaming, json_scratch& scratch, histogram* gaps = nullptr);
+  stream_check(bool streaming, json_scratch& scratch, histogram* gaps = nullptr, wire format = wire::choices);
 
   // Body bytes that arrived at `now`. Returns false once the verdict is final and reading can stop.
   bool feed(std::string_view bytes, clock::time_point now);
@@ -49,6 +56,7 @@ class stream_check {
   verdict state() const noexcept { return verdict_; }
   const std::string& reason() const noexcept { return reason_; }  // why it failed, for diagnostics
   std::uint64_t chunks() const noexcept { return chunks_; }
+  // [DONE] (chat), response.completed (Responses API).
   bool saw_done() const noexcept { return saw_done_; }
   // When the first token arrived: the first chunk carrying content (or, if none did, the first
   // chunk at all); for non-stream bodies, the first body byte.
@@ -61,6 +69,9 @@ class stream_check {
 
  private:
   bool on_event(const sse::event_view& ev, clock::time_point now);
+  // A Responses API event (parsed): order, sequence numbers, the terminal event. False: it failed.
+  bool on_response_event(const boost::json::object& event, std::string_view data, bool& content);
+  void finish_whole(const boost::json::value& v);
   void fail(verdict v, std::string why);
 
   sse::parser sse_;
@@ -71,7 +82,9 @@ class stream_check {
   std::string reason_;
   std::uint64_t chunks_ = 0;
   bool streaming_;
+  wire format_;
   bool saw_done_ = false;
+  std::uint64_t next_sequence_ = 0;  // responses: the sequence_number the next event must carry
   std::optional<clock::time_point> first_chunk_, first_content_, last_chunk_;
 };
 

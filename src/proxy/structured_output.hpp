@@ -116,21 +116,29 @@ result<void> check_tool_schemas(const std::vector<tool_schema_request>& tools, s
 struct output_verdict {
   schema::verdict error;               // empty: every checked choice conforms
   std::optional<std::uint32_t> choice;  // the failing choice's `index`
+  // Every choice answered with tool calls, so nothing was judged: the response schema governs
+  // text answers only (a tool call's arguments follow its tool's parameters, which sluice does not
+  // assert). error is then empty.
+  bool tool_calls = false;
   explicit operator bool() const noexcept { return error.has_value(); }
 };
 
 // The verdict on a whole (non-stream) 2xx answer body: every choice's output text (chat
 // `choices[i].message.content`, completions `choices[i].text`; responses: the joined output_text
-// parts) parsed and validated; the first failing choice decides. A body without output text
-// (malformed, no choices, a refusal, tool calls) is a malformed_json verdict.
+// parts) parsed and validated; the first failing choice decides. A choice that calls a tool (chat:
+// a non-empty `message.tool_calls`; responses: any `function_call` item in `output`) is not
+// judged; when no choice is left, the verdict is tool_calls. A body without output text
+// otherwise (malformed, no choices, a refusal) is a malformed_json verdict.
 output_verdict check_whole(const output_contract& c, std::string_view body);
 
 // "valid", or "invalid; [choice=<i>; ]path=<instance path>; <message>" made header-safe (printable
-// ASCII, bounded).
+// ASCII, bounded); an output_verdict of tool calls only is "skipped; tool_calls".
 std::string verdict_header_value(const schema::verdict& v, std::optional<std::uint32_t> choice = std::nullopt);
 std::string verdict_header_value(const output_verdict& v);
-// {"valid":true} or {"valid":false,["choice":i,]"instance_path":..,"schema_path":..,"message":..}
+// {"valid":true} or {"valid":false,["choice":i,]"instance_path":..,"schema_path":..,"message":..};
+// an output_verdict of tool calls only is {"valid":true,"skipped":"tool_calls"}.
 std::string verdict_json(const schema::verdict& v, std::optional<std::uint32_t> choice = std::nullopt);
+std::string verdict_json(const output_verdict& v);
 // The error for a violation under reject/retry: upstream_protocol (502), code "schema_violation",
 // param = the instance path, the message naming it (and the choice, when given).
 error violation_error(const schema::validation_error& v, std::optional<std::uint32_t> choice = std::nullopt);
@@ -152,6 +160,8 @@ class stream_check {
   // One upstream event. Feeds each content delta to its choice's validator (chat:
   // choices[i].delta.content; completions: choices[i].text; responses: response.output_text.delta's
   // `delta`) and finishes that choice's document at its finish_reason (responses: its end event).
+  // A choice that calls a tool (chat: a tool_calls delta or finish_reason "tool_calls"; responses:
+  // a function_call output item) is not judged at its end (text judged before the call stands).
   // Under reject/retry a violation is the error to send in-band; under annotate it is only recorded.
   std::optional<error> on_event(const boost::json::object& event);
   // The upstream's end marker ([DONE] for chat): every choice seen (choice 0 if none) must hold a
@@ -172,12 +182,14 @@ class stream_check {
   struct choice_state {
     std::optional<schema::stream_validator> validator;  // made on the choice's first event
     bool finished = false;
+    bool tool_call = false;  // the choice calls a tool: its end is not judged
   };
 
   choice_state& slot(std::uint32_t index);  // index < max_choices_; makes its validator
   std::optional<error> out_of_bounds(std::int64_t index);  // a limit_exceeded verdict naming it
   std::optional<error> feed(std::uint32_t index, std::string_view delta);
   std::optional<error> finish_choice(std::uint32_t index);
+  void mark_tool_call(std::uint32_t index);
   std::optional<error> finish();
   std::optional<error> judge(std::uint32_t index, const result<void>& r);
   std::optional<error> refuse(std::uint32_t index, schema::validation_error why);

@@ -65,7 +65,13 @@ std::optional<error> stream_check::finish_choice(std::uint32_t index) {
   if (st.finished) return std::nullopt;
   st.finished = true;
   if (index < expected_) ++expected_finished_;
+  if (st.tool_call) return std::nullopt;  // a tool call is not a text answer: nothing to judge
   return judge(index, st.validator->finish());
+}
+
+void stream_check::mark_tool_call(std::uint32_t index) {
+  if (finished_ || verdict_) return;
+  slot(index).tool_call = true;
 }
 
 std::optional<error> stream_check::finish() {
@@ -75,6 +81,10 @@ std::optional<error> stream_check::finish() {
     if (tracked_ == 0) (void)slot(0);  // nothing arrived: choice 0's empty document is the verdict
     for (std::uint32_t i = 0; i < choices_.size() && !verdict_; ++i)
       if (choices_[i].validator && !choices_[i].finished) out = finish_choice(i);
+  }
+  if (!verdict_) {  // nothing judged when every choice called a tool
+    verdict_.tool_calls = std::all_of(choices_.begin(), choices_.end(),
+                                      [](const choice_state& st) { return !st.validator || st.tool_call; });
   }
   finished_ = true;
   return out;
@@ -88,6 +98,12 @@ std::optional<error> stream_check::on_event(const json::object& event) {
     if (t == "response.output_text.delta") {
       const json::value* d = event.if_contains("delta");
       if (d && d->is_string()) return feed(0, d->get_string());
+      return std::nullopt;
+    }
+    if (t == "response.output_item.added") {
+      const json::value* item = event.if_contains("item");
+      if (item && item->is_object())
+        if (const json::value* it = item->get_object().if_contains("type"); it && *it == "function_call") mark_tool_call(0);
       return std::nullopt;
     }
     if (t == "response.output_text.done" || t == "response.completed" || t == "response.incomplete") return finish();
@@ -112,8 +128,15 @@ std::optional<error> stream_check::on_event(const json::object& event) {
     }
     if (text && text->is_string())
       if (auto e = feed(i, text->get_string())) return e;
-    if (const json::value* fin = choice.if_contains("finish_reason"); fin && fin->is_string())
+    if (which_ == api::chat_completions)
+      if (const json::value* delta = choice.if_contains("delta"); delta && delta->is_object())
+        if (const json::value* calls = delta->get_object().if_contains("tool_calls");
+            calls && calls->is_array() && !calls->get_array().empty())
+          mark_tool_call(i);
+    if (const json::value* fin = choice.if_contains("finish_reason"); fin && fin->is_string()) {
+      if (fin->get_string() == "tool_calls") mark_tool_call(i);
       if (auto e = finish_choice(i)) return e;
+    }
   }
   return std::nullopt;
 }
@@ -123,7 +146,7 @@ std::optional<error> stream_check::on_done() { return finish(); }
 std::string stream_check::final_event() {
   if (!emit_event_ || policy_ != schema_policy::annotate) return {};
   (void)finish();  // annotate never turns a verdict into an error
-  return sse::format_event(verdict_json(verdict_.error, verdict_.choice), schema_event_type);
+  return sse::format_event(verdict_json(verdict_), schema_event_type);
 }
 
 }  // namespace sluice::proxy

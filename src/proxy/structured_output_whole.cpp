@@ -51,6 +51,25 @@ std::optional<std::string> responses_output_text(const json::object& o) {
   return text;
 }
 
+// A Responses answer that calls a tool: a function_call item in `output`.
+bool responses_calls_tool(const json::object& o) {
+  const json::value* output = o.if_contains("output");
+  if (!output || !output->is_array()) return false;
+  for (const auto& item : output->get_array())
+    if (item.is_object())
+      if (const json::value* type = item.get_object().if_contains("type"); type && *type == "function_call") return true;
+  return false;
+}
+
+// A chat choice that calls a tool: a non-empty `message.tool_calls`.
+bool choice_calls_tool(api which, const json::value& choice) {
+  if (which != api::chat_completions || !choice.is_object()) return false;
+  const json::value* message = choice.get_object().if_contains("message");
+  if (!message || !message->is_object()) return false;
+  const json::value* calls = message->get_object().if_contains("tool_calls");
+  return calls && calls->is_array() && !calls->get_array().empty();
+}
+
 // One choice's output text: chat `message.content`, completions `text`; null when it has none.
 const json::string* choice_text(api which, const json::value& choice) {
   if (!choice.is_object()) return nullptr;
@@ -90,6 +109,10 @@ output_verdict check_whole(const output_contract& c, std::string_view body) {
   }
   const auto& o = v.get_object();
   if (c.which == api::responses) {
+    if (responses_calls_tool(o)) {
+      out.tool_calls = true;
+      return out;
+    }
     auto text = responses_output_text(o);
     out.error = text ? c.schema->validate_text(*text) : no_output("the upstream answer has no output text");
     return out;
@@ -100,7 +123,10 @@ output_verdict check_whole(const output_contract& c, std::string_view body) {
     return out;
   }
   const auto& arr = choices->get_array();
+  std::size_t judged = 0;
   for (std::size_t i = 0; i < arr.size(); ++i) {
+    if (choice_calls_tool(c.which, arr[i])) continue;  // the schema governs text answers only
+    ++judged;
     const std::uint32_t index = choice_index(arr[i], i);
     const json::string* text = choice_text(c.which, arr[i]);
     out.error = text ? c.schema->validate_text(std::string_view(text->data(), text->size()))
@@ -110,10 +136,19 @@ output_verdict check_whole(const output_contract& c, std::string_view body) {
       return out;
     }
   }
+  out.tool_calls = judged == 0;
   return out;
 }
 
-std::string verdict_header_value(const output_verdict& v) { return verdict_header_value(v.error, v.choice); }
+std::string verdict_header_value(const output_verdict& v) {
+  if (!v.error && v.tool_calls) return "skipped; tool_calls";
+  return verdict_header_value(v.error, v.choice);
+}
+
+std::string verdict_json(const output_verdict& v) {
+  if (!v.error && v.tool_calls) return R"({"valid":true,"skipped":"tool_calls"})";
+  return verdict_json(v.error, v.choice);
+}
 
 std::string verdict_header_value(const schema::verdict& v, std::optional<std::uint32_t> choice) {
   if (!v) return "valid";

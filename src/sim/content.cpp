@@ -56,6 +56,12 @@ generator::generator(const completion_request& req, std::uint64_t tokens, std::u
   id_ = kind_ == api::chat ? "chatcmpl-" : kind_ == api::responses ? "resp_" : "cmpl-";
   for (int i = 0; i < 24; ++i) id_.push_back(alphabet[splitmix(idstate) % alphabet.size()]);
   created_ = 1'700'000'000 + splitmix(idstate) % 50'000'000;
+  if (kind_ != api::completion && !req.tool_call.empty()) {
+    tool_name_ = req.tool_call;  // checked by valid_function_name: JSON-safe as it is
+    std::uint64_t callstate = idstate ^ (0x5bd1e995ull * (choice + 1));
+    call_id_ = "call_";
+    for (int i = 0; i < 24; ++i) call_id_.push_back(alphabet[splitmix(callstate) % alphabet.size()]);
+  }
 
   head_ = "{\"id\":\"" + id_ + "\",\"object\":\"";
   head_ += kind_ == api::chat ? "chat.completion.chunk" : "text_completion";
@@ -117,7 +123,15 @@ void generator::append_chunk_close(std::string& j, std::string_view finish) cons
 void generator::append_role_chunk(std::string& out) {
   if (kind_ == api::responses) return append_response_open(out);
   append_chunk_open(json_);
-  json_ += "\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}";
+  if (calls_tool()) {
+    json_ += "\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"";
+    json_ += call_id_;
+    json_ += "\",\"type\":\"function\",\"function\":{\"name\":\"";
+    json_ += tool_name_;
+    json_ += "\",\"arguments\":\"\"}}],\"refusal\":null}";
+  } else {
+    json_ += "\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}";
+  }
   append_chunk_close(json_, {});
   sse::append_event(out, json_);
 }
@@ -125,6 +139,14 @@ void generator::append_role_chunk(std::string& out) {
 void generator::append_token_chunk(std::string& out) {
   if (kind_ == api::responses) return append_response_delta(out);
   append_chunk_open(json_);
+  if (calls_tool()) {  // an argument piece
+    json_ += "\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"";
+    append_token_text(json_);
+    json_ += "\"}}]}";
+    append_chunk_close(json_, {});
+    sse::append_event(out, json_);
+    return;
+  }
   json_ += kind_ == api::chat ? "\"delta\":{\"content\":\"" : "\"text\":\"";
   append_token_text(json_);
   json_ += kind_ == api::chat ? "\"}" : "\"";
@@ -197,7 +219,17 @@ std::string generator::whole_body(std::span<generator> choices) {
     for (std::uint64_t i = 0; i < g.count_; ++i) g.append_token_text(text);
     total += g.count_;
     if (c) j += ',';
-    if (g.kind_ == api::chat) {
+    if (g.kind_ == api::chat && g.calls_tool()) {
+      j += "{\"index\":";
+      append_uint(j, g.choice_);
+      j += ",\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"";
+      j += g.call_id_;
+      j += "\",\"type\":\"function\",\"function\":{\"name\":\"";
+      j += g.tool_name_;
+      j += "\",\"arguments\":\"";
+      j += text;
+      j += "\"}}],\"refusal\":null}";
+    } else if (g.kind_ == api::chat) {
       j += "{\"index\":";
       append_uint(j, g.choice_);
       j += ",\"message\":{\"role\":\"assistant\",\"content\":\"";
@@ -225,9 +257,11 @@ choice_set::choice_set(const completion_request& req, std::uint64_t tokens, std:
   const std::uint32_t n = req.kind == api::responses ? 1 : std::max<std::uint32_t>(req.n, 1);
   gens_.reserve(n);
   std::uint64_t total = 0;
+  static const std::string no_arguments = "{}";  // a tool call without x-sim-content
   for (std::uint32_t c = 0; c < n; ++c) {
     const std::string* text = content ? &*content : nullptr;
     if (!per_choice.empty()) text = &per_choice[std::min<std::size_t>(c, per_choice.size() - 1)];
+    if (!text && !req.tool_call.empty() && req.kind != api::completion) text = &no_arguments;
     const std::uint64_t t = text ? (text->size() + token_size - 1) / token_size : tokens;
     generator& g = gens_.emplace_back(req, t, token_size, c);
     if (text) g.use_content(*text);

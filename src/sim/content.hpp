@@ -24,8 +24,11 @@ class generator {
 
   // Tokens this response carries: the configured count, capped by max_tokens.
   std::uint64_t completion_tokens() const noexcept { return count_; }
-  // "length" when max_tokens cut the response, else "stop".
-  std::string_view finish_reason() const noexcept { return cut_ ? "length" : "stop"; }
+  // "length" when max_tokens cut the response, else "tool_calls" for a tool call, else "stop".
+  std::string_view finish_reason() const noexcept { return cut_ ? "length" : calls_tool() ? "tool_calls" : "stop"; }
+  // The answer calls req.tool_call (chat, responses): the token text is the call's arguments.
+  bool calls_tool() const noexcept { return !tool_name_.empty(); }
+  const std::string& call_id() const noexcept { return call_id_; }
   const std::string& id() const noexcept { return id_; }
   std::uint64_t created() const noexcept { return created_; }
 
@@ -67,6 +70,7 @@ class generator {
   // {"id":..,"object":"response",..} with this status, output array and usage (JSON snippets).
   std::string response_object(std::string_view status, std::string_view output, bool with_usage) const;
   std::string message_item(std::string_view status, std::string_view text_json) const;
+  std::string function_call_item(std::string_view status, std::string_view arguments_json) const;
   void append_typed_event(std::string& out, std::string_view type, std::string_view fields);
   // Every token's text from the start (a replay of the same deterministic sequence), JSON-escaped.
   std::string full_text() const;
@@ -87,12 +91,14 @@ class generator {
   std::size_t content_pos_ = 0;
   std::uint64_t sequence_ = 0;            // Responses API sequence_number
   std::string id_;
+  std::string tool_name_, call_id_;  // a tool call: the function's name (JSON-safe) and "call_..."
   std::string head_;   // `{"id":...,"model":...,` shared by every chunk of this response
   std::string json_;   // scratch for one event's JSON, reused
 };
 
 // The choices of one response: one generator per index 0..n-1 (the Responses API has one). Each
-// outputs `content` when given, or with `per_choice` non-empty its element i (the last one past its
+// outputs `content` when given (a tool call's arguments when the request calls a tool; "{}" when
+// no content is given), or with `per_choice` non-empty its element i (the last one past its
 // end); the texts must outlive this. Token counts (and so finish reasons) are per choice.
 class choice_set {
  public:

@@ -20,7 +20,7 @@ struct field_spec {
   std::string_view header_overrides::*target;
 };
 
-constexpr std::array<field_spec, 10> fields{{
+constexpr std::array<field_spec, 11> fields{{
     {"fault", "x-sim-fault", field_kind::text, &script_entry::fault, &header_overrides::fault},
     {"fault_after", "x-sim-fault-after", field_kind::count, &script_entry::fault_after, &header_overrides::fault_after},
     {"status", "x-sim-status", field_kind::count, &script_entry::status, &header_overrides::status},
@@ -31,6 +31,7 @@ constexpr std::array<field_spec, 10> fields{{
     {"token_size", "x-sim-token-size", field_kind::count, &script_entry::token_size, &header_overrides::token_size},
     {"retry_after", "x-sim-retry-after", field_kind::time, &script_entry::retry_after, &header_overrides::retry_after},
     {"content", "x-sim-content", field_kind::text, &script_entry::content, &header_overrides::content},
+    {"tool_call", "x-sim-tool-call", field_kind::text, &script_entry::tool_call, &header_overrides::tool_call},
 }};
 
 error bad(const std::string& param, std::string_view msg) {

@@ -31,7 +31,7 @@ struct engine_values {
 
 // One script entry: each field is the text of the x-sim-* header it stands for; empty = not given.
 struct script_entry {
-  std::string tokens, token_size, ttft, token_delay, header_delay, retry_after, fault, fault_after, status, content;
+  std::string tokens, token_size, ttft, token_delay, header_delay, retry_after, fault, fault_after, status, content, tool_call;
   // `content` given as an array: one text per choice (n > 1); `content` then holds the first.
   std::vector<std::string> choice_contents;
   // Each given field replaces the request's own header (views into this entry: it must outlive h).

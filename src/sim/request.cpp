@@ -89,7 +89,53 @@ std::optional<std::string> decode_base64(std::string_view in) {
   return out;
 }
 
+// The function a deterministic model calls (see completion_request::tool_call): tool_choice
+// "required" takes the first function tool, a named tool_choice that name; anything else
+// ("auto", "none", absent, no tools) answers in text. Chat tools nest the name under `function`,
+// Responses tools carry it at the top.
+result<std::string> pick_tool(api kind, const json::object& o) {
+  const json::value* tools = o.if_contains("tools");
+  if (!tools || tools->is_null()) return std::string();
+  if (!tools->is_array()) return bad("tools must be an array", "tools");
+  auto name_of = [kind](const json::object& holder) -> const json::value* {
+    if (kind == api::chat) {
+      const json::value* f = holder.if_contains("function");
+      return f && f->is_object() ? f->get_object().if_contains("name") : nullptr;
+    }
+    return holder.if_contains("name");
+  };
+  std::string first;
+  for (const auto& t : tools->get_array()) {
+    if (!t.is_object()) return bad("each tool must be an object", "tools");
+    const json::value* type = t.get_object().if_contains("type");
+    if (!type || *type != "function") continue;
+    const json::value* name = name_of(t.get_object());
+    if (!name || !name->is_string() || !valid_function_name(name->get_string()))
+      return bad("a function tool needs a name (1..64 of a-z, A-Z, 0-9, _ and -)", "tools");
+    if (first.empty()) first = name->get_string();
+  }
+  const json::value* choice = o.if_contains("tool_choice");
+  if (!choice || first.empty()) return std::string();
+  if (choice->is_string()) return choice->get_string() == "required" ? first : std::string();
+  if (choice->is_object() && choice->get_object().if_contains("type") &&
+      *choice->get_object().if_contains("type") == "function") {
+    const json::value* name = name_of(choice->get_object());
+    if (!name || !name->is_string() || !valid_function_name(name->get_string()))
+      return bad("tool_choice must name a function", "tool_choice");
+    return std::string(name->get_string());
+  }
+  return std::string();
+}
+
 }  // namespace
+
+bool valid_function_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
 
 result<request_settings> resolve_settings(const options& opts, const header_overrides& h) {
   request_settings s;
@@ -162,6 +208,11 @@ result<request_settings> resolve_settings(const options& opts, const header_over
     s.choice_contents = *h.choice_contents;
     if (!s.content) s.content = s.choice_contents.front();
   }
+  if (!h.tool_call.empty()) {
+    if (!valid_function_name(h.tool_call))
+      return bad("x-sim-tool-call: expected a function name (1..64 of a-z, A-Z, 0-9, _ and -)");
+    s.tool_call = std::string(h.tool_call);
+  }
   if (s.content) s.tokens = (s.content->size() + s.token_size - 1) / s.token_size;
   return s;
 }
@@ -233,6 +284,11 @@ result<completion_request> parse_completion(api kind, std::string_view body, std
     auto* prompt = o.if_contains("prompt");
     if (!prompt || !(prompt->is_string() || prompt->is_array())) return bad("prompt must be a string or an array", "prompt");
     bytes = text_bytes(*prompt);
+  }
+  if (kind != api::completion) {
+    auto tool = pick_tool(kind, o);
+    if (!tool) return std::move(tool).err();
+    r.tool_call = std::move(*tool);
   }
   r.prompt_tokens = std::max<std::uint64_t>(1, (bytes + 3) / 4 + overhead);
   const std::uint64_t salt = kind == api::chat ? 0x63686174ull : kind == api::completion ? 0x636d706cull : 0x72657370ull;

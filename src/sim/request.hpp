@@ -26,6 +26,7 @@ struct header_overrides {
   std::string_view tokens, ttft, token_delay, token_size, header_delay, retry_after;
   std::string_view fault, fault_after, status;
   std::string_view content, content_b64;  // x-sim-content / x-sim-content-b64: the exact output text
+  std::string_view tool_call;             // x-sim-tool-call: NAME, the function the answer calls
   // A script entry's `content` array: choice i's exact output (no header stands for it).
   const std::vector<std::string>* choice_contents = nullptr;
 };
@@ -46,6 +47,9 @@ struct request_settings {
   // Per choice (n > 1), from a script entry's `content` array: choice i outputs element i (the last
   // element for the choices past its end); empty = `content` (or generated words) for every choice.
   std::vector<std::string> choice_contents;
+  // x-sim-tool-call: the answer calls this function (chat, responses) whatever the request's
+  // tools and tool_choice say; the output text (content, or "{}") is then its arguments.
+  std::optional<std::string> tool_call;
 };
 
 // Server options overridden by the request's headers; a bad header value is a 400 naming it.
@@ -64,10 +68,17 @@ struct completion_request {
   std::uint32_t n = 1;                       // choices (chat, completions; 1..max_choices)
   std::uint64_t prompt_tokens = 0;           // estimated from the prompt text, ~4 bytes a token
   std::uint64_t hash = 0;                    // of (seed, kind, body): drives ids, `created` and text
+  // The function the answer calls instead of answering in text (chat, responses): with `tools`
+  // and a tool_choice of "required" (the first function tool) or naming a function (that one);
+  // x-sim-tool-call overrides it. Empty: a text answer.
+  std::string tool_call;
 };
 
 // The most choices (`n`) one request may ask for, as at OpenAI.
 inline constexpr std::uint32_t max_choices = 128;
+
+// A function name as OpenAI accepts it: 1..64 of a-z, A-Z, 0-9, '_' and '-'.
+bool valid_function_name(std::string_view name) noexcept;
 
 // Parses and checks a completion request body (400-class errors with OpenAI's `param`).
 result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed);

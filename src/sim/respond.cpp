@@ -340,7 +340,7 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
                      header(req, "x-sim-header-delay"), header(req, "x-sim-retry-after"),
                      header(req, "x-sim-fault"),        header(req, "x-sim-fault-after"),
                      header(req, "x-sim-status"),       header(req, "x-sim-content"),
-                     header(req, "x-sim-content-b64")};
+                     header(req, "x-sim-content-b64"),  header(req, "x-sim-tool-call")};
   if (entry) entry->apply(h);
   auto settings = resolve_settings(w.opts, h);
   if (!settings) {
@@ -352,6 +352,7 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
     auto res = make_error(400, keep, creq.err().message, "invalid_request_error", creq.err().param);
     co_return co_await write_simple(c, res);
   }
+  if (settings->tool_call && kind != api::completion) creq->tool_call = *settings->tool_call;
 
   // Rate limits come first, as at a real provider: a refused request reaches no fault and no model.
   std::optional<rate_decision> limits;

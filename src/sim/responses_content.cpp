@@ -31,6 +31,15 @@ std::string generator::message_item(std::string_view status, std::string_view te
   return j;
 }
 
+std::string generator::function_call_item(std::string_view status, std::string_view arguments_json) const {
+  std::string j = "{\"id\":\"fc_" + id_.substr(5) + "\",\"type\":\"function_call\",\"status\":\"";
+  j += status;
+  j += "\",\"arguments\":\"";
+  j += arguments_json;
+  j += "\",\"call_id\":\"" + call_id_ + "\",\"name\":\"" + tool_name_ + "\"}";
+  return j;
+}
+
 std::string generator::response_object(std::string_view status, std::string_view output, bool with_usage) const {
   std::string j = "{\"id\":\"" + id_ + "\",\"object\":\"response\",\"created_at\":";
   append_uint(j, created_);
@@ -75,6 +84,10 @@ void generator::append_response_open(std::string& out) {
   std::string pending = response_object("in_progress", {}, false);
   append_typed_event(out, "response.created", "\"response\":" + pending);
   append_typed_event(out, "response.in_progress", "\"response\":" + pending);
+  if (calls_tool()) {
+    append_typed_event(out, "response.output_item.added", "\"output_index\":0,\"item\":" + function_call_item("in_progress", {}));
+    return;
+  }
   append_typed_event(out, "response.output_item.added", "\"output_index\":0,\"item\":" + message_item("in_progress", {}));
   append_typed_event(out, "response.content_part.added",
                      "\"item_id\":\"msg_" + id_.substr(5) +
@@ -82,6 +95,13 @@ void generator::append_response_open(std::string& out) {
 }
 
 void generator::append_response_delta(std::string& out) {
+  if (calls_tool()) {
+    std::string fields = "\"item_id\":\"fc_" + id_.substr(5) + "\",\"output_index\":0,\"delta\":\"";
+    append_token_text(fields);
+    fields += '"';
+    append_typed_event(out, "response.function_call_arguments.delta", fields);
+    return;
+  }
   std::string fields = "\"item_id\":\"msg_" + id_.substr(5) + "\",\"output_index\":0,\"content_index\":0,\"delta\":\"";
   append_token_text(fields);
   fields += "\",\"logprobs\":[]";
@@ -90,19 +110,28 @@ void generator::append_response_delta(std::string& out) {
 
 void generator::append_response_close(std::string& out) {
   const std::string text = full_text();
+  const char* end = cut_ ? "response.incomplete" : "response.completed";
+  if (calls_tool()) {
+    append_typed_event(out, "response.function_call_arguments.done",
+                       "\"item_id\":\"fc_" + id_.substr(5) + "\",\"output_index\":0,\"arguments\":\"" + text + "\"");
+    std::string item = function_call_item(cut_ ? "incomplete" : "completed", text);
+    append_typed_event(out, "response.output_item.done", "\"output_index\":0,\"item\":" + item);
+    append_typed_event(out, end, "\"response\":" + response_object(cut_ ? "incomplete" : "completed", item, true));
+    return;
+  }
   const std::string item_id = "\"item_id\":\"msg_" + id_.substr(5) + "\",\"output_index\":0,\"content_index\":0,";
   append_typed_event(out, "response.output_text.done", item_id + "\"text\":\"" + text + "\",\"logprobs\":[]");
   append_typed_event(out, "response.content_part.done",
                      item_id + "\"part\":{\"type\":\"output_text\",\"annotations\":[],\"text\":\"" + text + "\"}");
   std::string item = message_item(cut_ ? "incomplete" : "completed", text);
   append_typed_event(out, "response.output_item.done", "\"output_index\":0,\"item\":" + item);
-  const char* end = cut_ ? "response.incomplete" : "response.completed";
   append_typed_event(out, end, "\"response\":" + response_object(cut_ ? "incomplete" : "completed", item, true));
 }
 
 std::string generator::response_body() {
   const std::string text = full_text();
-  return response_object(cut_ ? "incomplete" : "completed", message_item(cut_ ? "incomplete" : "completed", text), true);
+  const char* status = cut_ ? "incomplete" : "completed";
+  return response_object(status, calls_tool() ? function_call_item(status, text) : message_item(status, text), true);
 }
 
 }  // namespace sluice::sim

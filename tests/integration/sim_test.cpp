@@ -756,6 +756,56 @@ TEST_F(sim_fixture, ScriptThroughTheCppApiShapesStreams) {
   EXPECT_EQ(stats().faults_injected, 2u);
 }
 
+// Tool calls over the wire: tools + tool_choice "required" (chat, streamed and whole), the
+// x-sim-tool-call header (Responses, streamed) and a script entry's tool_call (Responses, whole).
+TEST_F(sim_fixture, ToolCallsChatAndResponses) {
+  start();
+  client c(port);
+  const std::string tools = R"(,"tools":[{"type":"function","function":{"name":"get_weather"}}],"tool_choice":"required")";
+  const std::string args = R"({"city":"Oslo"})";
+  auto streamed = c.chat({{"x-sim-content", args}},
+                         R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}])" + tools + "}");
+  ASSERT_TRUE(streamed.complete);
+  auto ev = event_data(streamed.body);
+  ASSERT_EQ(ev.size(), 1u + 4u + 1u + 1u);  // call head, 15 bytes in 4-byte pieces, finish, [DONE]
+  auto head = json::parse(ev[0]).at("choices").at(0).at("delta");
+  EXPECT_EQ(head.at("tool_calls").at(0).at("function").at("name"), "get_weather");
+  std::string joined;
+  for (int i = 1; i <= 4; ++i)
+    joined += json::parse(ev[i]).at("choices").at(0).at("delta").at("tool_calls").at(0).at("function").at("arguments").as_string();
+  EXPECT_EQ(joined, args);
+  EXPECT_EQ(json::parse(ev[5]).at("choices").at(0).at("finish_reason"), "tool_calls");
+
+  auto whole = c.chat({}, R"({"model":"m","messages":[{"role":"user","content":"hi"}])" + tools + "}");
+  ASSERT_EQ(whole.status, 200u);
+  auto body = json::parse(whole.body);
+  EXPECT_EQ(body.at("choices").at(0).at("finish_reason"), "tool_calls");
+  EXPECT_EQ(body.at("choices").at(0).at("message").at("tool_calls").at(0).at("function").at("arguments"), "{}");
+
+  auto resp = c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi","stream":true})",
+                     {{"x-sim-tool-call", "lookup"}});
+  ASSERT_TRUE(resp.complete);
+  EXPECT_NE(resp.body.find("event: response.function_call_arguments.delta\n"), std::string::npos) << resp.body;
+  EXPECT_NE(resp.body.find("event: response.function_call_arguments.done\n"), std::string::npos);
+  EXPECT_EQ(resp.body.find("response.output_text"), std::string::npos);
+  const auto data = resp.body.rfind("\ndata: ");  // the last event: response.completed
+  ASSERT_NE(data, std::string::npos);
+  auto last = json::parse(resp.body.substr(data + 7, resp.body.find('\n', data + 1) - data - 7)).at("response");
+  EXPECT_EQ(last.at("status"), "completed");
+  EXPECT_EQ(last.at("output").at(0).at("type"), "function_call");
+  EXPECT_EQ(last.at("output").at(0).at("name"), "lookup");
+  EXPECT_EQ(last.at("usage").at("output_tokens"), 1);
+
+  ASSERT_TRUE(server->control(R"({"script":[{"tool_call":"scripted","content":"{\"a\":true}"}]})").has_value());
+  auto scripted = c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi"})");
+  ASSERT_EQ(scripted.status, 200u);
+  auto item = json::parse(scripted.body).at("output").at(0);
+  EXPECT_EQ(item.at("name"), "scripted");
+  EXPECT_EQ(item.at("arguments"), R"({"a":true})");
+  EXPECT_EQ(c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi"})", {{"x-sim-tool-call", "a b"}}).status,
+            400u);
+}
+
 TEST_F(sim_fixture, BadControlBodyIs400AndAppendsNothing) {
   start();
   client c(port);
