@@ -1,6 +1,6 @@
 // Tool-call answers through the gateway: the simulator's tool calls (chat tool_calls, Responses
 // function_call items; streamed and whole) pass through byte-identical to what the simulator sends
-// directly, a chat stream's usage is counted in sluice_tokens_total, and a schema policy does not judge them
+// directly, their usage is counted in sluice_tokens_total, and a schema policy does not judge them
 // (a tool call is not a text answer: "skipped; tool_calls").
 #include <gtest/gtest.h>
 
@@ -131,12 +131,9 @@ TEST_F(ToolCallTest, PassThroughByteIdenticalAndCounted) {
     ASSERT_EQ(via.result_int(), 200u) << via.body();
     EXPECT_EQ(via.body(), direct.body());
 
-    // Counted: sluice_tokens_total counts streams (finish.cpp) from the usage the relay's scan
-    // finds (event_scan.cpp: a top-level `usage`). Whole answers are not counted there, and a
-    // Responses stream's usage sits under `response`, which the scan does not see: both are gaps in
-    // files outside this change, so only the chat stream is asserted here.
+    // Counted, streamed and whole, chat and Responses: sluice_tokens_total moves by the usage the
+    // upstream reported (a Responses stream's sits in response.completed's response.usage).
     const bool chat = tc.path == "/v1/chat/completions";
-    if (!(chat && tc.stream)) continue;
     auto usage = usage_of(direct.body(), tc.stream);
     const auto completion = usage.at(chat ? "completion_tokens" : "output_tokens").to_number<double>();
     const auto prompt = usage.at(chat ? "prompt_tokens" : "input_tokens").to_number<double>();
