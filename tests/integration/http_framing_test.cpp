@@ -31,8 +31,9 @@ struct reply {
     return at == std::string::npos ? std::string() : raw.substr(at + 4);
   }
   std::size_t responses() const {
-    std::size_t n = 0;
-    for (std::size_t at = 0; (at = raw.find("HTTP/1.1 ", at)) != std::string::npos; at += 9) ++n;
+    // Status lines: at the start, or at a line start (an error message may name "HTTP/1.1").
+    std::size_t n = raw.rfind("HTTP/1.", 0) == 0 ? 1 : 0;
+    for (std::size_t at = 0; (at = raw.find("\nHTTP/1.", at)) != std::string::npos; at += 8) ++n;
     return n;
   }
 };
