@@ -39,7 +39,7 @@ struct reply {
 };
 
 // Sends `raw` on a fresh connection and reads until the gateway closes or `wait` passes.
-reply exchange(std::uint16_t port, const std::string& raw, int wait_ms = 1500) {
+reply send_raw(std::uint16_t port, const std::string& raw, int wait_ms = 1500) {
   test::client_socket c(port, wait_ms);
   c.send(raw);
   reply r;
@@ -123,41 +123,41 @@ TEST_F(http_framing, transfer_encoding_not_ending_in_chunked_is_400_and_close) {
   for (const std::string te : {"chunked, identity", "xchunked"}) {
     SCOPED_TRACE(te);
     const std::string body = "0\r\n\r\n";
-    const auto r = exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te +
+    const auto r = send_raw(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te +
                                       "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body + smuggled);
     expect_refused(r, "HTTP/1.1 400 Bad Request");
   }
   // Without a Content-Length too (the body would be read as empty, and the chunks as requests).
-  expect_refused(exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n" + smuggled),
+  expect_refused(send_raw(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n" + smuggled),
                  "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(rejections("bad_framing"), before + 3);
 }
 
 TEST_F(http_framing, a_coding_before_chunked_is_501_and_close) {
-  expect_refused(exchange(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+  expect_refused(send_raw(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
                                 "0\r\n\r\n" + smuggled),
                  "HTTP/1.1 501 Not Implemented");
   // Two lines are one list.
-  expect_refused(exchange(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
+  expect_refused(send_raw(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
                                 "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled),
                  "HTTP/1.1 501 Not Implemented");
 }
 
 // Already refused by Beast before this change when chunked is the coding (kept as a guard).
 TEST_F(http_framing, chunked_with_content_length_is_400_and_close_in_either_order) {
-  expect_refused(exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+  expect_refused(send_raw(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
                                 "0\r\n\r\n" + smuggled),
                  "HTTP/1.1 400 Bad Request");
-  expect_refused(exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+  expect_refused(send_raw(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
                                 "0\r\n\r\n" + smuggled),
                  "HTTP/1.1 400 Bad Request");
 }
 
 // Differing Content-Lengths were already refused by Beast (a guard); identical ones are one value.
 TEST_F(http_framing, content_lengths_that_differ_are_400) {
-  expect_refused(exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc"),
+  expect_refused(send_raw(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc"),
                  "HTTP/1.1 400 Bad Request");
-  const auto same = exchange(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n"
+  const auto same = send_raw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n"
                                    "Connection: close\r\n\r\nab");
   EXPECT_EQ(same.status_line(), "HTTP/1.1 200 OK") << same.raw;
 }
@@ -167,7 +167,7 @@ TEST_F(http_framing, plain_chunked_is_served) {
   const std::string body = test::chat_body(false);
   char size[16];
   std::snprintf(size, sizeof size, "%zx", body.size());
-  const auto r = exchange(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  const auto r = send_raw(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                                 "Transfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n",
                           500);
   EXPECT_EQ(r.status_line(), "HTTP/1.1 200 OK") << r.raw;
@@ -177,30 +177,30 @@ TEST_F(http_framing, plain_chunked_is_served) {
 // --- Host and the request target ------------------------------------------------------------
 
 TEST_F(http_framing, http_1_1_without_host_is_400) {
-  expect_refused(exchange(port, "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 400 Bad Request");
-  expect_refused(exchange(port, "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), "HTTP/1.1 400 Bad Request");
-  const auto old = exchange(port, "GET /healthz HTTP/1.0\r\n\r\n");  // HTTP/1.0 had no Host
+  expect_refused(send_raw(port, "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  expect_refused(send_raw(port, "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  const auto old = send_raw(port, "GET /healthz HTTP/1.0\r\n\r\n");  // HTTP/1.0 had no Host
   EXPECT_EQ(old.status_line(), "HTTP/1.0 200 OK") << old.raw;
 }
 
 TEST_F(http_framing, absolute_form_is_served_as_its_path) {
   const std::string body = test::chat_body(false);
-  const auto r = exchange(port, "POST http://gw.example/v1/chat/completions HTTP/1.1\r\nHost: gw.example\r\n"
+  const auto r = send_raw(port, "POST http://gw.example/v1/chat/completions HTTP/1.1\r\nHost: gw.example\r\n"
                                 "Content-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                                     std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(r.status_line(), "HTTP/1.1 200 OK") << r.raw;
   EXPECT_NE(r.raw.find("chat.completion"), std::string::npos) << r.raw;
-  const auto health = exchange(port, "GET HTTP://gw.example:8080/healthz?probe=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const auto health = send_raw(port, "GET HTTP://gw.example:8080/healthz?probe=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(health.status_line(), "HTTP/1.1 200 OK") << health.raw;
 }
 
 TEST_F(http_framing, authority_form_outside_connect_is_400_and_close) {
-  expect_refused(exchange(port, "GET gw.example:443 HTTP/1.1\r\nHost: gw.example\r\n\r\n" + smuggled),
+  expect_refused(send_raw(port, "GET gw.example:443 HTTP/1.1\r\nHost: gw.example\r\n\r\n" + smuggled),
                  "HTTP/1.1 400 Bad Request");
 }
 
 TEST_F(http_framing, connect_is_405_and_close) {
-  expect_refused(exchange(port, "CONNECT gw.example:443 HTTP/1.1\r\nHost: gw.example:443\r\n\r\n" + smuggled),
+  expect_refused(send_raw(port, "CONNECT gw.example:443 HTTP/1.1\r\nHost: gw.example:443\r\n\r\n" + smuggled),
                  "HTTP/1.1 405 Method Not Allowed");
 }
 
@@ -211,11 +211,11 @@ TEST_F(http_framing, request_line_over_8kib_is_414) {
   // Within the head limit (16 KiB), and past it (the line alone is what is too long).
   for (std::size_t n : {std::size_t{9} * 1024, std::size_t{17} * 1024}) {
     SCOPED_TRACE(n);
-    expect_refused(exchange(port, "GET /healthz?" + std::string(n, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n"),
+    expect_refused(send_raw(port, "GET /healthz?" + std::string(n, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n"),
                    "HTTP/1.1 414 URI Too Long");
   }
   // At the limit: served. "GET " + target + " HTTP/1.1" is 8 KiB.
-  const auto fits = exchange(port, "GET /healthz?" + std::string(8 * 1024 - 4 - 9 - 9, 'a') +
+  const auto fits = send_raw(port, "GET /healthz?" + std::string(8 * 1024 - 4 - 9 - 9, 'a') +
                                        " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(fits.status_line(), "HTTP/1.1 200 OK") << fits.raw.substr(0, 200);
   EXPECT_EQ(rejections("request_line_too_long"), before + 2);
@@ -228,9 +228,9 @@ TEST_F(http_framing, more_than_100_header_fields_is_431) {
     return raw + "\r\n";
   };
   const double before = rejections("too_many_headers");
-  EXPECT_EQ(exchange(port, with_fields(100)).status_line(), "HTTP/1.1 200 OK");
-  expect_refused(exchange(port, with_fields(101)), "HTTP/1.1 431 Request Header Fields Too Large");
-  expect_refused(exchange(port, with_fields(200)), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(send_raw(port, with_fields(100)).status_line(), "HTTP/1.1 200 OK");
+  expect_refused(send_raw(port, with_fields(101)), "HTTP/1.1 431 Request Header Fields Too Large");
+  expect_refused(send_raw(port, with_fields(200)), "HTTP/1.1 431 Request Header Fields Too Large");
   EXPECT_EQ(rejections("too_many_headers"), before + 2);
 }
 
@@ -255,7 +255,7 @@ std::uint64_t status_kib(int pid, const std::string& key) {
 TEST_F(http_framing, refused_chunked_upload_costs_at_most_the_cap_and_its_413_is_readable) {
   const int pid = gw->pid();
   // Warm the allocator's arena with one small request first.
-  EXPECT_EQ(exchange(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status_line(), "HTTP/1.1 200 OK");
+  EXPECT_EQ(send_raw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status_line(), "HTTP/1.1 200 OK");
   {
     std::ofstream clear("/proc/" + std::to_string(pid) + "/clear_refs");
     clear << "5";
