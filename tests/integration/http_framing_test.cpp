@@ -162,16 +162,19 @@ TEST_F(http_framing, content_lengths_that_differ_are_400) {
   EXPECT_EQ(same.status_line(), "HTTP/1.1 200 OK") << same.raw;
 }
 
-// A well-framed chunked request is still served (and the connection kept).
+// A well-framed chunked request is still served, and the connection kept: the pipelined request
+// after it is answered too.
 TEST_F(http_framing, plain_chunked_is_served) {
   const std::string body = test::chat_body(false);
   char size[16];
   std::snprintf(size, sizeof size, "%zx", body.size());
   const auto r = send_raw(port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                "Transfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n",
-                          500);
+                                "Transfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n" +
+                                "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.status_line(), "HTTP/1.1 200 OK") << r.raw;
-  EXPECT_FALSE(r.closed);
+  EXPECT_NE(r.raw.find("HTTP/1.1 200 OK", 1), std::string::npos) << "the second request answered: " << r.raw;
+  EXPECT_NE(r.raw.find("{\"status\":\"ok\"}"), std::string::npos) << r.raw;
+  EXPECT_TRUE(r.closed);
 }
 
 // --- Host and the request target ------------------------------------------------------------
