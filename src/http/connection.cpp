@@ -138,13 +138,19 @@ task<result<request>> connection::read_request() {
       return error::make(errc::request_timeout,
                          head ? "request head not received in time" : "request body not received in time");
     if (ec == bhttp::error::header_limit) {
-      // The unparsed head is still in the buffer (the parser takes none of it before it is whole):
-      // a request line that alone passes its limit is a 414, not a 431.
-      const auto raw = buffer_.cdata();
-      const std::string_view text(static_cast<const char*>(raw.data()), raw.size());
-      std::size_t line = text.find('\n');
-      if (line == std::string_view::npos) line = text.size();
-      else if (line > 0 && text[line - 1] == '\r') --line;
+      // A request line that alone passes its limit is a 414, not a 431. The parser consumes the
+      // request line once it is whole (then its parts are in the message); before that, the line
+      // is the start of the unparsed buffer.
+      std::size_t line = 0;
+      if (!parser.get().target().empty()) {
+        line = parser.get().method_string().size() + parser.get().target().size() + 10;  // 2 SP + HTTP/1.1
+      } else {
+        const auto raw = buffer_.cdata();
+        const std::string_view text(static_cast<const char*>(raw.data()), raw.size());
+        line = text.find('\n');
+        if (line == std::string_view::npos) line = text.size();
+        else if (line > 0 && text[line - 1] == '\r') --line;
+      }
       if (line > opts_.max_request_line_bytes) {
         failed_refusal_ = framing_refusal::request_line_too_long;
         return error::make(errc::uri_too_long, "request line too long");
