@@ -25,6 +25,9 @@ result<void> serve_options::validate() const {
   if (auto a = config::parse_host_port(http.listen); !a) return std::move(a).err();
   if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
   if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");
+  if (http.max_request_line_bytes < 256)
+    return error::make(errc::bad_request, "max-request-line-bytes must be at least 256B");
+  if (http.max_header_fields < 8) return error::make(errc::bad_request, "max-header-fields must be at least 8");
   if (auto r = admission.validate(); !r) return std::move(r).err();
   if (auto r = schema.validate(); !r) return std::move(r).err();
   return ok;

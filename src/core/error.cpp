@@ -11,6 +11,8 @@ std::string_view to_string(errc c) noexcept {
     case errc::request_timeout: return "request_timeout";
     case errc::payload_too_large: return "payload_too_large";
     case errc::header_too_large: return "header_too_large";
+    case errc::uri_too_long: return "uri_too_long";
+    case errc::not_implemented: return "not_implemented";
     case errc::rate_limited: return "rate_limited";
     case errc::overloaded: return "overloaded";
     case errc::upstream_connect: return "upstream_connect";

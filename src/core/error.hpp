@@ -19,7 +19,9 @@ enum class errc {
   method_not_allowed, // -> 405
   request_timeout,    // client too slow sending the request -> 408
   payload_too_large,  // body over the limit -> 413
-  header_too_large,   // request head over the limit -> 431
+  header_too_large,   // request head over the limit, or too many fields -> 431
+  uri_too_long,       // request line over the limit -> 414
+  not_implemented,    // a request framing sluice does not implement (a transfer coding) -> 501
   rate_limited,       // a per-key limit -> 429
   overloaded,         // shed by admission or memory budget -> 503
   upstream_connect,   // could not reach the upstream (DNS, TCP, TLS) -> 502

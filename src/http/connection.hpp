@@ -7,11 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "core/error.hpp"
+#include "http/request_framing.hpp"
 #include "http/server_options.hpp"
 #include "http/types.hpp"
 #include "runtime/watchdog.hpp"
@@ -38,6 +40,11 @@ class connection : public runtime::watchdog::item {
   // After read_request() failed: the x-request-id the broken request carried, as far as it was
   // read ("" when none was seen). Unchecked client input: sanitize before use.
   const std::string& failed_request_id() const noexcept { return failed_request_id_; }
+  // After read_request() failed: the framing rule the head broke (none for other failures).
+  framing_refusal failed_refusal() const noexcept { return failed_refusal_; }
+  // After a refusal that ends the connection: FIN after the answer, then the client's further
+  // bytes dropped for at most linger-timeout / linger-bytes (server_options). The caller closes.
+  task<void> linger_close();
 
   task<result<void>> write(response& res);
   // Starts a chunked response: the head, then write_chunk() for each piece, then finish_chunks().
@@ -98,6 +105,9 @@ class connection : public runtime::watchdog::item {
   void on_watch(const error_code& ec);
 
   task<void> expire_after(duration d);
+  // The framing rules on a parsed head (request_framing); rewrites an absolute-form target to its path.
+  std::optional<error> check_framing(request& head);
+  task<void> discard_input(std::uint64_t limit);
   template <class Buffers>
   task<result<void>> write_streamed(const Buffers& buffers);
   task<bool> write_rest_of_head(std::size_t from, std::size_t& n);
@@ -124,6 +134,7 @@ class connection : public runtime::watchdog::item {
   std::uint64_t bytes_written_ = 0;
   bool stalled_ = false;
   std::string failed_request_id_;
+  framing_refusal failed_refusal_ = framing_refusal::none;
 };
 
 // The value of the first `x-request-id` header line in the unparsed rest of a request head (the

@@ -14,6 +14,8 @@ error_mapping map_error(const error& e) noexcept {
     case errc::request_timeout: return {408, "invalid_request_error", "request_timeout"};
     case errc::payload_too_large: return {413, "invalid_request_error", "request_too_large"};
     case errc::header_too_large: return {431, "invalid_request_error", "request_header_too_large"};
+    case errc::uri_too_long: return {414, "invalid_request_error", "request_line_too_long"};
+    case errc::not_implemented: return {501, "invalid_request_error", "not_implemented"};
     case errc::rate_limited: return {429, "rate_limit_error", "rate_limit_exceeded"};
     case errc::overloaded: return {503, "overloaded", "server_overloaded"};
     case errc::upstream_connect: return {502, "upstream_error", "upstream_unreachable"};

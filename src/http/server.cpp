@@ -150,7 +150,11 @@ task<void> server::session(tcp::socket socket, [[maybe_unused]] connection_slot 
   while (conn->is_open() && !closing_) {
     auto req = co_await conn->read_request();
     if (!req) {
-      if (req.err().code != errc::cancelled) co_await handler_.reject(req.err(), *conn);
+      if (req.err().code != errc::cancelled) {
+        co_await handler_.reject(req.err(), *conn);
+        // A client that was too slow sends nothing more; any other may still be sending.
+        if (req.err().code != errc::request_timeout) co_await conn->linger_close();
+      }
       break;
     }
     bool keep = co_await handler_.handle(std::move(*req), *conn);

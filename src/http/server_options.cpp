@@ -11,11 +11,20 @@ void server_options::register_options(config::option_table& t) {
       .add("threads", "worker threads, each with its own event loop (0 = one per core)", threads)
       .add_size("max-header-bytes", "largest request head accepted (over it: 431)", max_header_bytes)
       .add_size("max-body-bytes", "largest request body accepted (over it: 413)", max_body_bytes)
+      .add_size("max-request-line-bytes", "longest request line accepted, method, target and version (over it: 414)",
+                max_request_line_bytes)
+      .add("max-header-fields", "most request header fields accepted (over it: 431)", max_header_fields)
       .add_duration("header-timeout", "time for a whole request head to arrive (over it: 408)", header_timeout)
       .add_duration("body-timeout", "time for a whole request body to arrive (over it: 408)", body_timeout)
       .add_duration("idle-timeout", "keep-alive connection idle time before it is closed", idle_timeout)
       .add_duration("write-stall-timeout", "a client that accepts no byte for this long is disconnected",
                     write_stall_timeout)
+      .add_duration("linger-timeout",
+                    "after a refusal that closes the connection: how long the client's further bytes are read and "
+                    "dropped before the close, so it reads the answer (0 = close at once)",
+                    linger_timeout)
+      .add_size("linger-bytes", "after a refusal that closes the connection: at most this many further bytes are dropped",
+                linger_bytes)
       .add("max-connections",
            "open client connections at most, more are closed at once (0 = half the descriptor limit, at most 20000)",
            max_connections);

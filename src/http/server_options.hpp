@@ -20,10 +20,16 @@ struct server_options {
   std::uint64_t threads = 0;                       // 0 = one per core
   std::uint64_t max_header_bytes = 16 * 1024;      // request head over this -> 431
   std::uint64_t max_body_bytes = 4 * 1024 * 1024;  // request body over this -> 413
+  std::uint64_t max_request_line_bytes = 8 * 1024;  // request line over this -> 414
+  std::uint64_t max_header_fields = 100;            // more header fields than this -> 431
   duration header_timeout = 10s;                   // whole head must arrive within this -> 408
   duration body_timeout = 30s;                     // whole body must arrive within this -> 408
   duration idle_timeout = 60s;                     // keep-alive connection with no new request: closed quietly
   duration write_stall_timeout = 30s;              // a client that accepts no byte for this long is cut
+  // After a refusal that closes the connection (413, 431, ...): what the client still sends is
+  // read and dropped for at most this long / this many bytes, so it reads the answer (not a reset).
+  duration linger_timeout = 2s;
+  std::uint64_t linger_bytes = 1024 * 1024;
   std::uint64_t max_connections = 0;               // accepted connections over this are closed at once;
                                                    // 0 = derived from the descriptor limit (below)
 

@@ -74,6 +74,12 @@ std::string_view to_string(reject_reason r) noexcept {
       return "too_large";
     case reject_reason::header_timeout:
       return "header_timeout";
+    case reject_reason::bad_framing:
+      return "bad_framing";
+    case reject_reason::request_line_too_long:
+      return "request_line_too_long";
+    case reject_reason::too_many_headers:
+      return "too_many_headers";
   }
   return "bad_request";
 }

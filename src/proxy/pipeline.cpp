@@ -43,6 +43,19 @@ constexpr route_entry routes[] = {
     {"/metrics", obs::route::metrics, api::chat_completions, bhttp::verb::get},
 };
 
+// The rejection reason of a request that could not be read.
+obs::reject_reason reject_reason_of_read(const error& e, http::framing_refusal framing) noexcept {
+  switch (framing) {
+    case http::framing_refusal::none: break;
+    case http::framing_refusal::request_line_too_long: return obs::reject_reason::request_line_too_long;
+    case http::framing_refusal::too_many_header_fields: return obs::reject_reason::too_many_headers;
+    default: return obs::reject_reason::bad_framing;
+  }
+  if (e.code == errc::request_timeout) return obs::reject_reason::header_timeout;
+  if (e.code == errc::payload_too_large || e.code == errc::header_too_large) return obs::reject_reason::too_large;
+  return obs::reject_reason::bad_request;
+}
+
 bool is_probe(obs::route r) {
   return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
 }
@@ -77,10 +90,7 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
   // other, on the connection's last response.
   request_context ctx(conn, 11);
   ctx.request_id = request_id_or_new(conn.failed_request_id());
-  const auto why = e.code == errc::request_timeout ? obs::reject_reason::header_timeout
-                   : e.code == errc::payload_too_large || e.code == errc::header_too_large
-                       ? obs::reject_reason::too_large
-                       : obs::reject_reason::bad_request;
+  const auto why = reject_reason_of_read(e, conn.failed_refusal());
   co_await refuse(ctx, e, why);
   ctx.end.outcome = obs::outcome::client_error;  // the client's request was broken, not refused
   finish(ctx);
