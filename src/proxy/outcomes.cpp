@@ -39,6 +39,8 @@ bool should_retry_value(unsigned status, const error* e) noexcept {
       case errc::method_not_allowed:
       case errc::payload_too_large:
       case errc::header_too_large:
+      case errc::uri_too_long:
+      case errc::not_implemented:
       case errc::upstream_auth: return false;
       case errc::upstream_protocol: return e->api_code != "schema_violation";
       case errc::request_timeout:

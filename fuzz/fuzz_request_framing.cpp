@@ -3,9 +3,7 @@
 // Content-Length, Transfer-Encoding; anything else counts as another field). Checks that the
 // verdict never crashes, an accepted origin target lies inside the input's target, and an accepted
 // head never carries both Transfer-Encoding and Content-Length.
-// Build (needs only the pure module):
-//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//     tests/fuzz/request_framing_fuzz.cpp src/http/request_framing.cpp -o /tmp/request_framing_fuzz
+// Built by fuzz/CMakeLists.txt with only the pure module (bash scripts/fuzz.sh request_framing N).
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>

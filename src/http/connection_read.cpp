@@ -1,0 +1,259 @@
+// connection's read side: reading a request under its phase deadlines (head, then the framing
+// check, then the body within its cap), the lingering close after a refusal, and the x-request-id
+// recovery of a broken head. The write side and the client watch are in connection.cpp.
+#include "http/connection.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "http/request_framing.hpp"
+#include "runtime/socket_io.hpp"
+
+namespace sluice::http {
+
+using namespace boost::asio::experimental::awaitable_operators;
+task<void> connection::expire_after(duration d) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  timer.expires_after(d);
+  error_code ec;
+  co_await timer.async_wait(ec_out(ec));
+  if (!ec) socket_.cancel();  // the competing read fails with operation_aborted
+}
+
+task<result<request>> connection::read_request() {
+  // The first bytes of the request. A fresh connection usually has them already: one
+  // non-blocking read takes them. A keep-alive connection usually waits for its next request: the
+  // read itself waits in the reactor (no separate readiness wait, which re-arms the descriptor),
+  // under idle_timeout kept by the watchdog tick (no timer raced with it per request).
+  if (buffer_.size() == 0) {
+    const std::size_t want = std::min(served_ ? idle_read_bytes : first_read_bytes, buffer_.max_size());
+    bool have = false;
+    if (!served_) {
+      auto space = buffer_.prepare(want);
+      const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        co_return error::make(errc::cancelled, "client closed the connection");
+      if (n > 0) {
+        buffer_.commit(static_cast<std::size_t>(n));
+        have = true;
+      }
+    }
+    if (!have) {
+      idle_deadline_ = runtime::steady::now() + opts_.idle_timeout;
+      error_code ec;
+      const std::size_t n = co_await socket_.async_read_some(buffer_.prepare(want), ec_out(ec));
+      idle_deadline_ = {};
+      if (ec || n == 0) co_return error::make(errc::cancelled, "connection idle or closed");
+      buffer_.commit(n);
+    }
+  }
+  served_ = true;
+
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
+  parser.body_limit(opts_.max_body_bytes);
+  // A chunked body's string grows under body_reserve (a small buffer, then the cap in one step)
+  // instead of by doubling, so a body refused at the cap never held more than the cap. Beast checks
+  // each chunk's size against the body limit before calling this. A Content-Length body is
+  // reserved to its length (at most the cap: a larger one is refused with its head).
+  const std::size_t body_cap = static_cast<std::size_t>(opts_.max_body_bytes);
+  auto reserve_for_chunk = [&parser, body_cap](std::uint64_t size, std::string_view, error_code&) {
+    auto& body = parser.get().body();
+    reserve_body(body, body.size() + static_cast<std::size_t>(size), body_cap);
+  };
+  parser.on_chunk_header(reserve_for_chunk);
+
+  failed_request_id_.clear();
+  failed_refusal_ = framing_refusal::none;
+  auto note_request_id = [&] {
+    // The id of a request that is answered with an error, for its log line: from the fields
+    // parsed before the error, else from the raw bytes of an unfinished head.
+    auto parsed = parser.get().find("x-request-id");
+    if (parsed != parser.get().end()) {
+      failed_request_id_ = std::string(parsed->value().substr(0, 256));
+    } else if (!parser.is_header_done()) {
+      const auto raw = buffer_.cdata();
+      failed_request_id_ = std::string(
+          scan_request_id(std::string_view(static_cast<const char*>(raw.data()), raw.size())).substr(0, 256));
+    }
+  };
+  auto classify = [&](const error_code& ec, bool timed_out, bool head) -> error {
+    note_request_id();
+    if (timed_out)
+      return error::make(errc::request_timeout,
+                         head ? "request head not received in time" : "request body not received in time");
+    if (ec == bhttp::error::header_limit) {
+      // A request line that alone passes its limit is a 414, not a 431. The parser consumes the
+      // request line once it is whole (then its parts are in the message); before that, the line
+      // is the start of the unparsed buffer.
+      std::size_t line = 0;
+      if (!parser.get().target().empty()) {
+        line = parser.get().method_string().size() + parser.get().target().size() + 10;  // 2 SP + HTTP/1.1
+      } else {
+        const auto raw = buffer_.cdata();
+        const std::string_view text(static_cast<const char*>(raw.data()), raw.size());
+        line = text.find('\n');
+        if (line == std::string_view::npos) line = text.size();
+        else if (line > 0 && text[line - 1] == '\r') --line;
+      }
+      if (line > opts_.max_request_line_bytes) {
+        failed_refusal_ = framing_refusal::request_line_too_long;
+        return error::make(errc::uri_too_long, "request line too long");
+      }
+      return error::make(errc::header_too_large, "request head too large");
+    }
+    if (ec == bhttp::error::body_limit) return error::make(errc::payload_too_large, "request body too large");
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::error::operation_aborted)
+      return error::make(errc::cancelled, "client closed the connection");
+    return error::make(errc::bad_request, "malformed HTTP request: " + ec.message());
+  };
+
+  // Fast path: a request's head, and usually its whole body, comes with its first bytes: what the
+  // first read brought is parsed at once; only a request still incomplete after it is read under
+  // the head and body deadlines (reads raced with timers: coroutines and timer operations each
+  // request would otherwise pay for). The parser stops after the head: its framing is checked
+  // before any byte of a body is taken.
+  {
+    parser.eager(false);
+    error_code ec;
+    buffer_.consume(parser.put(buffer_.data(), ec));
+    if (ec == bhttp::error::need_more) ec = {};
+    if (ec) co_return classify(ec, false, !parser.is_header_done());
+  }
+
+  if (!parser.is_header_done()) {
+    error_code ec;
+    auto r = co_await (bhttp::async_read_header(socket_, buffer_, parser, ec_out(ec)) ||
+                       expire_after(opts_.header_timeout));
+    bool timed_out = r.index() == 1;
+    if (timed_out || ec) {
+      // A client that closed before sending anything is not an error worth answering.
+      if (!timed_out && ec == bhttp::error::end_of_stream && buffer_.size() == 0)
+        co_return error::make(errc::cancelled, "client closed the connection");
+      co_return classify(ec, timed_out, true);
+    }
+  }
+
+  if (auto refused = check_framing(parser.get())) {
+    note_request_id();
+    co_return std::move(*refused);
+  }
+
+  if (!parser.is_done() && buffer_.size() != 0) {  // the body, as far as it came with the head
+    parser.eager(true);
+    error_code ec;
+    buffer_.consume(parser.put(buffer_.data(), ec));
+    if (ec == bhttp::error::need_more) ec = {};
+    if (ec) co_return classify(ec, false, false);
+  }
+
+  if (!parser.is_done() && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+    // Clients that wait for 100 before sending the body.
+    static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+    error_code ec;
+    co_await net::async_write(socket_, net::buffer(cont), ec_out(ec));
+    if (ec) co_return error::make(errc::cancelled, "client closed the connection");
+  }
+
+  if (!parser.is_done()) {
+    error_code ec;
+    auto r = co_await (bhttp::async_read(socket_, buffer_, parser, ec_out(ec)) || expire_after(opts_.body_timeout));
+    bool timed_out = r.index() == 1;
+    if (timed_out || ec) co_return classify(ec, timed_out, false);
+  }
+  // The head buffer can hold a little of a pipelined next request; give back large capacity.
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  co_return parser.release();
+}
+
+std::optional<error> connection::check_framing(request& head) {
+  request_head h;
+  h.method = head.method_string();
+  h.target = head.target();
+  h.version = head.version();
+  for (const auto& f : head) {
+    ++h.field_count;
+    switch (f.name()) {
+      case bhttp::field::host: h.host.add(f.value()); break;
+      case bhttp::field::content_length: h.content_length.add(f.value()); break;
+      case bhttp::field::transfer_encoding: h.transfer_encoding.add(f.value()); break;
+      default: break;
+    }
+  }
+  const framing_decision d = check_request_framing(h, {opts_.max_request_line_bytes, opts_.max_header_fields});
+  if (!d.accepted()) {
+    failed_refusal_ = d.refusal;
+    errc code = errc::bad_request;
+    switch (framing_status(d.refusal)) {
+      case 405: code = errc::method_not_allowed; break;
+      case 414: code = errc::uri_too_long; break;
+      case 431: code = errc::header_too_large; break;
+      case 501: code = errc::not_implemented; break;
+      default: break;
+    }
+    return error::make(code, std::string(d.message));
+  }
+  // An absolute-form target is routed as its path and query (RFC 9112 3.2.2).
+  if (d.origin_target.data() != h.target.data() || d.origin_target.size() != h.target.size()) {
+    std::string origin;
+    origin.reserve(d.origin_target.size() + 1);
+    if (d.origin_target.empty() || d.origin_target.front() != '/') origin.push_back('/');
+    origin.append(d.origin_target);
+    head.target(origin);
+  }
+  return std::nullopt;
+}
+
+// After a refusal that ends the connection (413, 431, a framing error ...): the answer is followed
+// by a FIN, and whatever the client still sends is read and dropped for a short, bounded time
+// (linger-timeout, linger-bytes), as nginx's lingering close does. Closing a socket with unread
+// input sends a reset, which can make the client's TCP stack drop the answer it has not read yet.
+task<void> connection::linger_close() {
+  if (!socket_.is_open() || opts_.linger_bytes == 0 || opts_.linger_timeout <= duration::zero()) co_return;
+  error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  co_await (discard_input(opts_.linger_bytes) || expire_after(opts_.linger_timeout));
+}
+
+task<void> connection::discard_input(std::uint64_t limit) {
+  buffer_.consume(buffer_.size());
+  const std::size_t piece = std::min<std::size_t>(16 * 1024, buffer_.max_size());
+  std::uint64_t dropped = 0;
+  while (dropped < limit) {
+    error_code ec;
+    const std::size_t n = co_await socket_.async_read_some(buffer_.prepare(piece), ec_out(ec));
+    if (ec || n == 0) co_return;  // the client closed (what we hoped for), or the deadline cancelled
+    dropped += n;  // never committed: the same bytes of buffer are reused
+  }
+}
+
+std::string_view scan_request_id(std::string_view raw) noexcept {
+  static constexpr std::string_view name = "x-request-id:";
+  // A line starts at the beginning (the parser has consumed the lines before it: the request line
+  // and the fields it parsed) or after a line feed.
+  std::size_t start = 0;
+  while (start != std::string_view::npos) {
+    if (raw.size() - start >= name.size() && beast::iequals(raw.substr(start, name.size()), name)) {
+      std::size_t b = start + name.size();
+      std::size_t e = raw.find_first_of("\r\n", b);
+      if (e == std::string_view::npos) e = raw.size();
+      while (b < e && (raw[b] == ' ' || raw[b] == '\t')) ++b;
+      while (e > b && (raw[e - 1] == ' ' || raw[e - 1] == '\t')) --e;
+      return raw.substr(b, e - b);
+    }
+    const std::size_t nl = raw.find('\n', start);
+    start = nl == std::string_view::npos ? nl : nl + 1;
+  }
+  return {};
+}
+
+}  // namespace sluice::http
