@@ -15,12 +15,13 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <initializer_list>
+#include <array>
 #include <memory>
 #include <random>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio/ssl/context.hpp>
@@ -56,11 +57,15 @@ class connection : public std::enable_shared_from_this<connection> {
   // Fails every unanswered command (disconnected), closes the socket and ends the loop. Idempotent.
   void stop();
 
-  // One command, e.g. command({"SET", key, value}). The arguments are copied (encoded) before this
-  // returns, so they need not outlive the returned task.
+  // One command, e.g. command("SET", key, value). The arguments are copied (encoded) before this
+  // returns, so they need not outlive the returned task. (Variadic rather than an initializer list:
+  // GCC 12 cannot hold a braced list's array across a co_await in the caller.)
   task<response> command(std::span<const std::string_view> args);
-  task<response> command(std::initializer_list<std::string_view> args) {
-    return command(std::span<const std::string_view>(args.begin(), args.size()));
+  template <class... Args>
+  requires(sizeof...(Args) > 0 && (std::is_convertible_v<const Args&, std::string_view> && ...))
+  task<response> command(const Args&... args) {
+    const std::array<std::string_view, sizeof...(Args)> a{std::string_view(args)...};
+    return command(std::span<const std::string_view>(a));
   }
   // Registered script `index` by EVALSHA; on NOSCRIPT (a flushed or restarted server) once more by
   // EVAL, within the same deadline. Arguments are copied before this returns.

@@ -122,9 +122,9 @@ TEST_F(RedisClient, PipelinesManyCommandsFromManyCoroutinesInOrder) {
         for (int j = 0; j < rounds; ++j) {
           const std::string key = "k:" + std::to_string(i);
           const std::string value = "v:" + std::to_string(i) + ":" + std::to_string(j);
-          response set = co_await conn.command({"SET", key, value});
-          response get = co_await conn.command({"GET", key});
-          response incr = co_await conn.command({"INCR", "total"});
+          response set = co_await conn.command("SET", key, value);
+          response get = co_await conn.command("GET", key);
+          response incr = co_await conn.command("INCR", "total");
           if (!set.ok() || set.value.str != "OK") ++wrong;
           if (!get.ok() || get.value.str != value) ++wrong;  // another client's reply would not match
           if (!incr.ok() || incr.value.type != reply::kind::integer) ++wrong;
@@ -138,9 +138,9 @@ TEST_F(RedisClient, PipelinesManyCommandsFromManyCoroutinesInOrder) {
     }
     EXPECT_EQ(wrong, 0);
     EXPECT_GT(peak, 50u) << "commands were not pipelined";
-    response total = co_await c->command({"GET", "total"});
+    response total = co_await c->command("GET", "total");
     EXPECT_EQ(total.value.as_integer(), clients * rounds * 1);
-    response arr = co_await c->command({"MGET", "k:0", "nope"});
+    response arr = co_await c->command("MGET", "k:0", "nope");
     EXPECT_EQ(arr.value.describe(), "[str \"v:0:9\", nil]");
     EXPECT_EQ(c->in_flight(), 0u);
   });
@@ -163,14 +163,14 @@ TEST_F(RedisClient, EvalshaRecoversFromNoscript) {
     EXPECT_EQ(a.status, outcome::ok);
     EXPECT_EQ(a.value.as_integer(), 5);
     // Loaded at connect: Redis knows the SHA computed here.
-    response exists = co_await c->command({"SCRIPT", "EXISTS", scripts[0].sha1, scripts[1].sha1});
+    response exists = co_await c->command("SCRIPT", "EXISTS", scripts[0].sha1, scripts[1].sha1);
     EXPECT_EQ(exists.value.describe(), "[int 1, int 1]");
-    response flushed = co_await c->command({"SCRIPT", "FLUSH"});
+    response flushed = co_await c->command("SCRIPT", "FLUSH");
     EXPECT_TRUE(flushed.ok());
     response b = co_await c->run(0, keys, five);  // NOSCRIPT -> EVAL, transparently
     EXPECT_EQ(b.status, outcome::ok) << b.value.describe();
     EXPECT_EQ(b.value.as_integer(), 10);
-    response again = co_await c->command({"SCRIPT", "EXISTS", scripts[0].sha1});
+    response again = co_await c->command("SCRIPT", "EXISTS", scripts[0].sha1);
     EXPECT_EQ(again.value.describe(), "[int 1]");  // EVAL cached it again
     response bad = co_await c->run(1, {}, {});
     EXPECT_EQ(bad.status, outcome::error_reply);
@@ -189,20 +189,20 @@ TEST_F(RedisClient, DeadlineFiresAndLaterRepliesStayMatched) {
   auto c = make(s);
   drive([&]() -> task<void> {
     EXPECT_TRUE(co_await wait_until_connected(*c));
-    EXPECT_TRUE((co_await c->command({"SET", "k", "v"})).ok());
+    EXPECT_TRUE((co_await c->command("SET", "k", "v")).ok());
     // The server sleeps 200 ms: the command and the one queued behind it both time out, and their
     // late replies are read and dropped in order.
     auto t0 = clock_type::now();
-    response slow = co_await c->command({"DEBUG", "SLEEP", "0.2"});
+    response slow = co_await c->command("DEBUG", "SLEEP", "0.2");
     EXPECT_EQ(slow.status, outcome::timeout);
     EXPECT_LT(clock_type::now() - t0, 150ms);
-    response behind = co_await c->command({"ECHO", "behind"});
+    response behind = co_await c->command("ECHO", "behind");
     EXPECT_EQ(behind.status, outcome::timeout);
     co_await sleep_for(250ms);
-    response get = co_await c->command({"GET", "k"});
+    response get = co_await c->command("GET", "k");
     EXPECT_EQ(get.status, outcome::ok);
     EXPECT_EQ(get.value.str, "v");
-    EXPECT_EQ((co_await c->command({"ECHO", "x"})).value.str, "x");
+    EXPECT_EQ((co_await c->command("ECHO", "x")).value.str, "x");
     EXPECT_EQ(c->connects(), 1u);  // a slow server is not a dead one
   });
   EXPECT_EQ(counter_value(*metrics_, "sluice_redis_commands_total", "command", "timeout"), 2);
@@ -218,12 +218,12 @@ TEST_F(RedisClient, StoppedServerTimesOutThenRecoversAfterSigcont) {
     EXPECT_TRUE(co_await wait_until_connected(*c));
     server.pause();
     auto t0 = clock_type::now();
-    response r = co_await c->command({"PING"});
+    response r = co_await c->command("PING");
     EXPECT_EQ(r.status, outcome::timeout);
     EXPECT_LT(clock_type::now() - t0, 200ms);
     server.resume();
     co_await sleep_for(50ms);
-    response after = co_await c->command({"ECHO", "hello"});
+    response after = co_await c->command("ECHO", "hello");
     EXPECT_EQ(after.status, outcome::ok);
     EXPECT_EQ(after.value.str, "hello");
     EXPECT_EQ(c->in_flight(), 0u);
@@ -241,13 +241,13 @@ TEST_F(RedisClient, KilledServerFailsPendingThenReconnectsOnRestart) {
   auto c = make(s);
   drive([&]() -> task<void> {
     EXPECT_TRUE(co_await wait_until_connected(*c));
-    EXPECT_TRUE((co_await c->command({"PING"})).ok());
+    EXPECT_TRUE((co_await c->command("PING")).ok());
     // Eight commands wait on a stopped server; then it dies.
     server.pause();
     int failed = 0, other = 0;
     for (int i = 0; i < 8; ++i) {
       tasks_.spawn(io_.get_executor(), [](connection& conn, int& failed, int& other) -> task<void> {
-        response r = co_await conn.command({"INCR", "n"});
+        response r = co_await conn.command("INCR", "n");
         if (r.status == outcome::disconnected) {
           ++failed;
         } else {
@@ -263,12 +263,12 @@ TEST_F(RedisClient, KilledServerFailsPendingThenReconnectsOnRestart) {
     EXPECT_EQ(other, 0);
     EXPECT_LT(clock_type::now() - t0, 1s);  // at once, not at the 3 s deadline
     EXPECT_FALSE(c->connected());
-    response down = co_await c->command({"PING"});
+    response down = co_await c->command("PING");
     EXPECT_EQ(down.status, outcome::disconnected);  // refused at once, never queued
     co_await sleep_for(100ms);                      // a few failed connects
     EXPECT_TRUE(server.start());
     EXPECT_TRUE(co_await wait_until_connected(*c));
-    response up = co_await c->command({"PING"});
+    response up = co_await c->command("PING");
     EXPECT_EQ(up.status, outcome::ok);
     EXPECT_EQ(c->connects(), 2u);
   });
@@ -299,21 +299,21 @@ TEST_F(RedisClient, InFlightBoundRefusesAtOnce) {
       tasks_.spawn(io_.get_executor(), [](connection& conn, int i, int& ok) -> task<void> {
         response r;
         if (i == 0) {
-          r = co_await conn.command({"DEBUG", "SLEEP", "0.1"});
+          r = co_await conn.command("DEBUG", "SLEEP", "0.1");
         } else {
-          r = co_await conn.command({"PING"});
+          r = co_await conn.command("PING");
         }
         if (r.ok()) ++ok;
       }(*c, i, ok), "filler");
     }
     while (c->in_flight() < 4) co_await sleep_for(1ms);
     auto t0 = clock_type::now();
-    response over = co_await c->command({"PING"});
+    response over = co_await c->command("PING");
     EXPECT_EQ(over.status, outcome::overloaded);
     EXPECT_LT(clock_type::now() - t0, 20ms);
     while (ok < 4 && clock_type::now() - t0 < 2s) co_await sleep_for(1ms);
     EXPECT_EQ(ok, 4);
-    EXPECT_TRUE((co_await c->command({"PING"})).ok());
+    EXPECT_TRUE((co_await c->command("PING")).ok());
   });
   EXPECT_EQ(counter_value(*metrics_, "sluice_redis_commands_total", "command", "overloaded"), 1);
 }
@@ -340,14 +340,50 @@ TEST_F(RedisClient, AuthWithPasswordFromTheEnvironment) {
   auto n = make(none);
   drive([&]() -> task<void> {
     EXPECT_TRUE(co_await wait_until_connected(*c));
-    EXPECT_TRUE((co_await c->command({"SET", "in-db-2", "x"})).ok());
-    response db = co_await c->command({"CLIENT", "INFO"});
+    EXPECT_TRUE((co_await c->command("SET", "in-db-2", "x")).ok());
+    response db = co_await c->command("CLIENT", "INFO");
     EXPECT_NE(db.value.str.find("db=2"), std::string::npos) << db.value.describe();
     co_await sleep_for(150ms);
     EXPECT_FALSE(w->connected());  // WRONGPASS at AUTH
     EXPECT_FALSE(n->connected());  // NOAUTH at the preamble's PING
-    EXPECT_EQ((co_await w->command({"PING"})).status, outcome::disconnected);
+    EXPECT_EQ((co_await w->command("PING")).status, outcome::disconnected);
   });
+}
+
+TEST_F(RedisClient, TlsWithAVerifiedCertificate) {
+  // A self-signed certificate for "localhost", trusted by the client's context.
+  const std::string dir = ::testing::TempDir() + "sluice-redis-tls-" + std::to_string(::getpid());
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+  const std::string gen = "mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
+                          " -addext subjectAltName=DNS:localhost -keyout " + key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(gen.c_str()), 0);
+  redis_server server({"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", cert,
+                       "--tls-auth-clients", "no"},
+                      true);
+  ASSERT_TRUE(server.running());
+  ssl::context trusting(ssl::context::tls_client);
+  trusting.load_verify_file(cert);
+  ssl::context untrusting(ssl::context::tls_client);  // no CA: the handshake must fail
+  auto url = parse_url("rediss://localhost:" + std::to_string(server.port()));
+  ASSERT_TRUE(url);
+  settings s = local(server.port());
+  s.server = *url;
+  metrics_ = std::make_shared<metrics>(std::vector<script>{});
+  auto good = std::make_shared<connection>(io_.get_executor(), s, std::vector<script>{}, metrics_, &trusting);
+  auto bad = std::make_shared<connection>(io_.get_executor(), s, std::vector<script>{}, metrics_, &untrusting);
+  for (auto& c : {good, bad}) {
+    c->start(tasks_);
+    conns_.push_back(c);
+  }
+  drive([&]() -> task<void> {
+    EXPECT_TRUE(co_await wait_until_connected(*good));
+    for (int i = 0; i < 50; ++i) {
+      response r = co_await good->command("ECHO", std::to_string(i));
+      EXPECT_EQ(r.value.str, std::to_string(i));
+    }
+    EXPECT_FALSE(bad->connected());
+  });
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace

@@ -43,8 +43,10 @@ inline std::uint16_t free_loopback_port() {
 
 class redis_server {
  public:
-  // `extra` are more redis-server arguments, e.g. {"--requirepass", "pw"}.
-  explicit redis_server(std::vector<std::string> extra = {}) : port_(free_loopback_port()), extra_(std::move(extra)) {
+  // `extra` are more redis-server arguments, e.g. {"--requirepass", "pw"}. With `tls`, the port
+  // speaks TLS only (`extra` then names the certificate files).
+  explicit redis_server(std::vector<std::string> extra = {}, bool tls = false)
+      : port_(free_loopback_port()), extra_(std::move(extra)), tls_(tls) {
     start();
   }
   ~redis_server() { kill(); }
@@ -57,8 +59,13 @@ class redis_server {
   // Starts (again) on the same port; true once it accepts connections.
   bool start() {
     if (pid_ > 0) return true;
-    std::vector<std::string> args{redis_server_binary, "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"};
+    std::vector<std::string> args{redis_server_binary, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                  "--daemonize", "no", "--loglevel", "warning", "--enable-debug-command", "yes"};
+    if (tls_) {
+      args.insert(args.end(), {"--port", "0", "--tls-port", std::to_string(port_)});
+    } else {
+      args.insert(args.end(), {"--port", std::to_string(port_)});
+    }
     args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -105,6 +112,7 @@ class redis_server {
 
   std::uint16_t port_;
   std::vector<std::string> extra_;
+  bool tls_ = false;
   pid_t pid_ = -1;
 };
 
