@@ -77,6 +77,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t connects() const noexcept { return connects_; }  // successful connects so far
   const std::vector<script>& scripts() const noexcept { return scripts_; }
   const settings& config() const noexcept { return settings_; }
+  const net::any_io_executor& executor() const noexcept { return ex_; }
 
  private:
   struct pending;

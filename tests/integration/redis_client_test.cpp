@@ -5,15 +5,19 @@
 
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 
 #include "observability/log.hpp"
+#include "redis/client.hpp"
 #include "redis/connection.hpp"
 #include "redis_server.hpp"
 #include "runtime/task_group.hpp"
@@ -350,6 +354,93 @@ TEST_F(RedisClient, AuthWithPasswordFromTheEnvironment) {
   });
 }
 
+TEST_F(RedisClient, HungServerIsDroppedAfterTheStallTimeout) {
+  redis_server server;
+  ASSERT_TRUE(server.running());
+  settings s = local(server.port());
+  s.command_timeout = 30ms;
+  s.stall_timeout = 150ms;
+  s.connect_timeout = 100ms;  // a stopped server still completes TCP connects (the backlog), never the preamble
+  auto c = make(s);
+  drive([&]() -> task<void> {
+    EXPECT_TRUE(co_await wait_until_connected(*c));
+    server.pause();
+    EXPECT_EQ((co_await c->command("PING")).status, outcome::timeout);
+    EXPECT_TRUE(c->connected());  // one late reply is not a dead server
+    co_await sleep_for(200ms);
+    EXPECT_EQ((co_await c->command("PING")).status, outcome::timeout);  // the oldest waits 230 ms now
+    co_await sleep_for(20ms);
+    EXPECT_FALSE(c->connected());
+    EXPECT_EQ(c->in_flight(), 0u);
+    server.resume();
+    EXPECT_TRUE(co_await wait_until_connected(*c));
+    EXPECT_TRUE((co_await c->command("PING")).ok());
+    EXPECT_EQ(c->connects(), 2u);
+  });
+}
+
+TEST_F(RedisClient, CancelledCallerGetsCancelledAndLaterRepliesStayMatched) {
+  redis_server server;
+  ASSERT_TRUE(server.running());
+  auto c = make(local(server.port()));
+  drive([&]() -> task<void> {
+    EXPECT_TRUE(co_await wait_until_connected(*c));
+    outcome seen = outcome::ok;
+    bool ended = false;
+    tasks_.spawn(
+        io_.get_executor(),
+        [](connection& conn, outcome& seen, bool& ended) -> task<void> {
+          response r = co_await conn.command("DEBUG", "SLEEP", "0.1");
+          seen = r.status;
+          ended = true;
+        }(*c, seen, ended),
+        "cancelled", true);
+    while (c->in_flight() == 0) co_await sleep_for(1ms);
+    auto t0 = clock_type::now();
+    tasks_.cancel();
+    while (!ended) co_await sleep_for(1ms);
+    EXPECT_EQ(seen, outcome::cancelled);
+    EXPECT_LT(clock_type::now() - t0, 80ms);
+    response r = co_await c->command("ECHO", "after");
+    EXPECT_EQ(r.value.str, "after");
+  });
+}
+
+// A server that answers the preamble's PING, then sends bytes that are not RESP.
+task<void> garbage_server(tcp::acceptor& acceptor, int& accepted) {
+  for (;;) {
+    error_code ec;
+    tcp::socket s = co_await acceptor.async_accept(ec_out(ec));
+    if (ec) co_return;
+    ++accepted;
+    char buf[512];
+    co_await s.async_read_some(net::buffer(buf), ec_out(ec));
+    if (ec) continue;
+    co_await net::async_write(s, net::buffer(std::string_view("+PONG\r\n")), ec_out(ec));
+    co_await s.async_read_some(net::buffer(buf), ec_out(ec));
+    if (ec) continue;
+    co_await net::async_write(s, net::buffer(std::string_view("?what\r\n")), ec_out(ec));
+    co_await s.async_read_some(net::buffer(buf), ec_out(ec));  // until the client hangs up
+  }
+}
+
+TEST_F(RedisClient, ProtocolErrorFailsTheCommandAndRemakesTheConnection) {
+  tcp::acceptor acceptor(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+  int accepted = 0;
+  tasks_.spawn(io_.get_executor(), garbage_server(acceptor, accepted), "garbage server");
+  auto c = make(local(acceptor.local_endpoint().port()));
+  drive([&]() -> task<void> {
+    EXPECT_TRUE(co_await wait_until_connected(*c));
+    response r = co_await c->command("GET", "k");
+    EXPECT_EQ(r.status, outcome::protocol_error);
+    EXPECT_TRUE(co_await wait_until_connected(*c));
+    EXPECT_EQ(c->connects(), 2u);
+    EXPECT_EQ(accepted, 2);
+    acceptor.close();
+  });
+  EXPECT_EQ(counter_value(*metrics_, "sluice_redis_commands_total", "command", "protocol_error"), 1);
+}
+
 TEST_F(RedisClient, TlsWithAVerifiedCertificate) {
   // A self-signed certificate for "localhost", trusted by the client's context.
   const std::string dir = ::testing::TempDir() + "sluice-redis-tls-" + std::to_string(::getpid());
@@ -384,6 +475,45 @@ TEST_F(RedisClient, TlsWithAVerifiedCertificate) {
     EXPECT_FALSE(bad->connected());
   });
   std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(RedisClientPool, OneConnectionPerWorkerThread) {
+  redis_server server;
+  ASSERT_TRUE(server.running());
+  runtime::worker_pool pool(3);
+  runtime::task_group tasks("redis-pool-test");
+  client redis(pool, local(server.port()), {script::make("incr", "return redis.call('INCR', KEYS[1])")});
+  ASSERT_EQ(redis.size(), 3u);
+  pool.start();
+  redis.start(tasks);
+  std::atomic<int> done{0}, good{0};
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    tasks.spawn(pool.context(i).get_executor(), [](connection& c, std::atomic<int>& done, std::atomic<int>& good) -> task<void> {
+      if (co_await wait_until_connected(c)) {
+        for (int j = 0; j < 100; ++j) {
+          const std::string_view keys[] = {"shared"};
+          response r = co_await c.run(0, keys, {});
+          if (r.ok()) ++good;
+        }
+      }
+      ++done;
+    }(redis.on(i), done, good), "worker");
+  }
+  const auto deadline = clock_type::now() + 10s;
+  while (done < 3 && clock_type::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(done.load(), 3);
+  EXPECT_EQ(good.load(), 300);
+  for (const auto& f : redis.metrics_collectable()->Collect()) {
+    if (f.name == "sluice_redis_connected") {
+      EXPECT_EQ(f.metric.at(0).gauge.value, 3);
+    }
+  }
+  EXPECT_EQ(counter_value(*redis.metrics_collectable(), "sluice_redis_commands_total", "incr", "ok"), 300);
+  redis.stop();
+  pool.release();
+  EXPECT_TRUE(pool.wait_for(std::chrono::milliseconds(5000)));
+  pool.stop();
+  EXPECT_EQ(tasks.size(), 0u);
 }
 
 }  // namespace
