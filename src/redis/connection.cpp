@@ -105,6 +105,7 @@ task<void> connection::run_loop() {
   auto self = shared_from_this();
   const std::string where = settings_.server.to_string();
   bool failing = false;  // a run of failed connects is logged once at warn, then at debug
+  std::uint64_t failed = 0;  // connects failed since the last success
   while (!stopping_) {
     std::string why;
     const bool up = co_await open(why);
@@ -120,15 +121,18 @@ task<void> connection::run_loop() {
         obs::log_event(level, "redis connect failed", fields);
       }
       failing = true;
+      ++failed;
       backoff_.expires_after(delay);
       error_code ec;
       co_await backoff_.async_wait(ec_out(ec));
       continue;
     }
     ++connects_;
-    obs::log_info("redis connected", {{"redis", where}, {"attempts", attempt_ + 1}, {"connects", connects_},
+    drop_reason_ = {};
+    obs::log_info("redis connected", {{"redis", where}, {"failed_attempts", failed}, {"connects", connects_},
                                       {"scripts", scripts_.size()}});
     attempt_ = 0;
+    failed = 0;
     failing = false;
     set_connected(true);
     writer_running_ = true;
@@ -332,6 +336,7 @@ task<std::string> connection::read_loop() {
     const std::size_t n = co_await read_some(ec);
     if (ec) {
       if (ec == net::error::eof) co_return "closed by the server";
+      if (!drop_reason_.empty()) co_return std::string(drop_reason_);
       if (ec == net::error::operation_aborted) co_return "closed";
       co_return ec.message();
     }
@@ -368,6 +373,7 @@ task<void> connection::write_loop() {
     error_code ec;
     co_await write_all(batch, ec);
     if (ec) {
+      drop_reason_ = "write failed";
       close_socket();  // the reader ends with the error and the loop remakes the connection
       break;
     }
@@ -409,6 +415,7 @@ void connection::check_stall() {
   obs::log_warn("redis connection stalled", {{"redis", settings_.server.to_string()},
                                               {"unanswered", sent_.size()},
                                               {"stall_timeout_ms", millis(settings_.stall_timeout)}});
+  drop_reason_ = "stalled";
   close_socket();
 }
 

@@ -122,6 +122,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::vector<char> read_buffer_;
   std::minstd_rand rng_;
 
+  std::string_view drop_reason_;  // why this side closed a live socket (for the log line)
   std::uint64_t epoch_ = 0;  // one per open(): a late guard expiry cannot close the next socket
   unsigned attempt_ = 0;     // failed connects in a row
   std::uint64_t connects_ = 0;

@@ -286,6 +286,7 @@ TEST_F(RedisClient, KilledServerFailsPendingThenReconnectsOnRestart) {
   EXPECT_EQ(count("redis connected"), 2u) << logs;
   EXPECT_EQ(count("redis disconnected"), 1u) << logs;
   EXPECT_EQ(count("redis connect failed"), 1u) << logs;  // the rest of the failed run is at debug
+  EXPECT_NE(logs.find("failed_attempts="), std::string::npos) << logs;
   EXPECT_EQ(logs.find("INCR"), std::string::npos);  // no line per command
   EXPECT_EQ(counter_value(*metrics_, "sluice_redis_commands_total", "command", "disconnected"), 9);
 }
