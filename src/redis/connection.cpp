@@ -108,7 +108,12 @@ task<void> connection::run_loop() {
   std::uint64_t failed = 0;  // connects failed since the last success
   while (!stopping_) {
     std::string why;
-    const bool up = co_await open(why);
+    bool up = false;
+    try {
+      up = co_await open(why);
+    } catch (const std::exception& e) {  // e.g. OpenSSL cannot make a session: a failed connect
+      why = e.what();
+    }
     if (stopping_) break;
     if (!up) {
       close_socket();
