@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 
 #include "observability/log.hpp"
+#include "redis/backoff.hpp"
 
 namespace sluice::redis {
 
@@ -89,14 +90,7 @@ void connection::set_connected(bool up) {
 }
 
 duration connection::next_backoff() {
-  // Full jitter: uniform in [min, min(max, min * 2^attempt)].
-  const auto lo = settings_.backoff_min;
-  auto hi = lo;
-  for (unsigned i = 0; i < attempt_ && hi < settings_.backoff_max; ++i) hi *= 2;
-  hi = std::min(hi, settings_.backoff_max);
-  if (hi <= lo) return lo;
-  std::uniform_int_distribution<duration::rep> pick(lo.count(), hi.count());
-  return duration(pick(rng_));
+  return backoff_delay(settings_.backoff_min, settings_.backoff_max, attempt_, rng_);
 }
 
 // ---- the connection's life: connect, serve, drop, back off, again ---------------------------------

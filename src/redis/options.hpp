@@ -30,8 +30,8 @@ struct settings {
   // outcome::overloaded (nothing queues behind the bound).
   std::uint64_t max_in_flight = 1024;
   duration connect_timeout = 1s;      // resolve + TCP connect + TLS + AUTH/SELECT/SCRIPT LOAD
-  duration backoff_min = 50ms;        // reconnect delay: full jitter in [min, min * 2^attempt],
-  duration backoff_max = 2s;          //   capped at max
+  duration backoff_min = 50ms;        // reconnect delay: full jitter in [min, min * 2^(failures + 1)],
+  duration backoff_max = 2s;          //   capped at max (redis/backoff.hpp)
   // Commands are pending and nothing has been read for this long: the server is considered dead
   // (a hung process, a partition TCP does not see) and the connection is dropped and remade.
   duration stall_timeout = 2s;
