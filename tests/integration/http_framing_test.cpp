@@ -303,8 +303,14 @@ TEST_F(http_framing, refused_chunked_upload_costs_at_most_the_cap_and_its_413_is
   const std::uint64_t rise_kib = peak > rss_before ? peak - rss_before : 0;
   RecordProperty("rss_rise_kib", std::to_string(rise_kib));
   // cap (4096 KiB) + the small first body buffer (64 KiB) + read buffers and the coroutine's
-  // allocations; 1 MiB of slack for the allocator. Before the fix: ~7.5-8 MiB.
-  EXPECT_LE(rise_kib, 4096u + 1024u) << "peak RSS rose by " << rise_kib << " KiB for a 4 MiB cap";
+  // allocations; 1 MiB of slack for the allocator (2 MiB under ASan, whose redzones and
+  // quarantine of freed blocks count in RSS: 5.2 MiB seen there). Before the fix: ~7.5-8 MiB.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr std::uint64_t slack_kib = 2048;
+#else
+  constexpr std::uint64_t slack_kib = 1024;
+#endif
+  EXPECT_LE(rise_kib, 4096u + slack_kib) << "peak RSS rose by " << rise_kib << " KiB for a 4 MiB cap";
 }
 
 // A head over the limit while the client keeps sending: the 431 is read, then an orderly close.
