@@ -148,7 +148,10 @@ result<void> option_table::apply_yaml_text(std::string_view text, std::string_vi
 result<void> option_table::apply_yaml_map(const YAML::Node& root, std::string_view origin) {
   if (!root.IsMap()) return error::make(errc::bad_request, std::string(origin) + ": expected a map of option names");
   for (auto it = root.begin(); it != root.end(); ++it) {
-    auto key = it->first.as<std::string>();
+    // A key that is not a plain scalar (`? [a]: 1`, `? {a: 1}: 2`, a null key) names no option.
+    // (as<std::string>() would throw on it: found by fuzz_config.)
+    if (!it->first.IsScalar()) return error::make(errc::bad_request, std::string(origin) + ": option names must be plain words");
+    auto key = it->first.Scalar();
     auto spec = std::find_if(specs_.begin(), specs_.end(), [&](const option_spec& s) { return s.name == key; });
     if (spec == specs_.end()) return error::make(errc::bad_request, std::string(origin) + ": unknown option '" + key + "'");
     if (spec->set_node) {

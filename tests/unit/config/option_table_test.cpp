@@ -82,3 +82,17 @@ TEST(HostPort, Parses) {
   for (auto bad : {"", "host", ":80", "h:", "h:99999", "h:8x", "[::1]8080"})
     EXPECT_FALSE(config::parse_host_port(bad).has_value()) << bad;
 }
+
+// fuzz_config found that a key that is not a plain scalar made the loader throw out of
+// apply_yaml_text (std::terminate in `sluice serve --config`): it is a bad_request now.
+TEST(OptionTable, KeysThatAreNotPlainWordsAreRefusedNotThrown) {
+  opts o;
+  auto t = o.table();
+  for (const char* text : {"? nmae:\n", "? [a, b]\n: 1\n", "? {a: 1}\n: 2\n", "~: 1\n"}) {
+    SCOPED_TRACE(text);
+    result<void> r = ok;
+    EXPECT_NO_THROW(r = t.apply_yaml_text(text, "f.yaml"));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.err().code, errc::bad_request);
+  }
+}
