@@ -51,7 +51,13 @@ std::optional<std::uint64_t> parse_count(std::string_view s) {
 }  // namespace
 
 std::string_view to_string(rate_limit_kind k) noexcept {
-  return k == rate_limit_kind::concurrency ? "concurrency" : "rpm";
+  switch (k) {
+    case rate_limit_kind::concurrency: return "concurrency";
+    case rate_limit_kind::rpm: return "rpm";
+    case rate_limit_kind::tpm: return "tpm";
+    case rate_limit_kind::unavailable: return "unavailable";
+  }
+  return "rpm";
 }
 
 key_permit& key_permit::operator=(key_permit&& o) noexcept {
@@ -60,16 +66,25 @@ key_permit& key_permit::operator=(key_permit&& o) noexcept {
     owner_ = std::exchange(o.owner_, nullptr);
     entry_ = std::exchange(o.entry_, nullptr);
     headers = std::move(o.headers);
+    usage_ = o.usage_;
   }
   return *this;
 }
 
 void key_permit::reset() noexcept {
-  if (entry_ != nullptr) std::exchange(owner_, nullptr)->release(*entry_);
+  if (entry_ != nullptr) std::exchange(owner_, nullptr)->release(*entry_, usage_);
   entry_ = nullptr;
 }
 
-void client_keys::release(detail::key_entry& e) noexcept { e.in_use.fetch_sub(1, std::memory_order_acq_rel); }
+void client_keys::release(detail::key_entry& e, const permit_usage& u) noexcept {
+  e.in_use.fetch_sub(1, std::memory_order_acq_rel);
+  if (!e.tokens || !u.used_tokens || *u.used_tokens == u.reserved_tokens) return;
+  auto now = now_();
+  std::lock_guard lock(e.mu);
+  e.tokens->refill(now);
+  if (*u.used_tokens < u.reserved_tokens) e.tokens->give_back(u.reserved_tokens - *u.used_tokens);
+  else e.tokens->take(*u.used_tokens - u.reserved_tokens);
+}
 
 client_keys::client_keys(now_fn now) : now_(now ? std::move(now) : now_fn([] { return clock::now(); })) {}
 
@@ -86,22 +101,60 @@ result<void> client_keys::add_line(client_keys& out, std::string_view line, std:
   auto where = "keys file line " + std::to_string(line_no) + ": ";
   auto f = fields(line);
   // Messages name the line only: the key may be right there in the text.
-  if (f.size() < 3 || f.size() > 4)
-    return error::make(errc::bad_request, where + "expected '<key> <max_streams> <rpm> [name]'");
+  if (f.size() < 3 || f.size() > 5)
+    return error::make(errc::bad_request, where + "expected '<key> <max_streams> <rpm> [name] [tpm=<n>]'");
   auto max_streams = parse_count(f[1]);
   auto rpm = parse_count(f[2]);
   if (!max_streams || !rpm) return error::make(errc::bad_request, where + "max_streams and rpm must be whole numbers");
   auto e = std::make_unique<detail::key_entry>();
   e->digest = sha256(f[0]);
-  e->name = f.size() == 4 ? std::string(f[3]) : "key-" + std::to_string(line_no);
+  e->name = "key-" + std::to_string(line_no);
   e->max_streams = *max_streams;
   e->rpm = *rpm;
-  if (e->rpm != 0) e->requests.emplace(e->rpm, out.now_());
+  bool named = false, tpm_given = false;
+  for (std::size_t i = 3; i < f.size(); ++i) {
+    constexpr std::string_view tpm_field = "tpm=";
+    if (f[i].substr(0, tpm_field.size()) == tpm_field) {
+      auto tpm = parse_count(f[i].substr(tpm_field.size()));
+      if (!tpm || tpm_given) return error::make(errc::bad_request, where + "tpm=<n> takes one whole number");
+      e->tpm = *tpm;
+      tpm_given = true;
+    } else if (!named) {
+      e->name = std::string(f[i]);
+      named = true;
+    } else {
+      return error::make(errc::bad_request, where + "expected '<key> <max_streams> <rpm> [name] [tpm=<n>]'");
+    }
+  }
   for (const auto& k : out.keys_)
     if (CRYPTO_memcmp(k->digest.data(), e->digest.data(), e->digest.size()) == 0)
       return error::make(errc::bad_request, where + "duplicate key (also '" + k->name + "')");
-  out.keys_.push_back(std::move(e));
+  out.add_entry(std::move(e));
   return ok;
+}
+
+void client_keys::add_entry(std::unique_ptr<detail::key_entry> e) {
+  const auto now = now_();
+  e->index = keys_.size();
+  if (e->rpm != 0) e->requests.emplace(e->rpm, now);
+  if (e->tpm != 0) e->tokens.emplace(e->tpm, now);
+  keys_.push_back(std::move(e));
+}
+
+client_keys client_keys::divided(std::uint64_t n) const {
+  if (n == 0) n = 1;
+  auto share = [n](std::uint64_t limit) { return limit == 0 ? 0 : (limit + n - 1) / n; };
+  client_keys out(now_);
+  for (const auto& k : keys_) {
+    auto e = std::make_unique<detail::key_entry>();
+    e->digest = k->digest;
+    e->name = k->name;
+    e->max_streams = share(k->max_streams);
+    e->rpm = share(k->rpm);
+    e->tpm = share(k->tpm);
+    out.add_entry(std::move(e));
+  }
+  return out;
 }
 
 result<client_keys> client_keys::parse(std::string_view text, now_fn now) {
@@ -156,30 +209,53 @@ result<key_handle> client_keys::authenticate_header(std::string_view authorizati
   return authenticate(trim(v.substr(scheme.size())));
 }
 
-std::optional<rate_headers> client_keys::headers_locked(const detail::key_entry& e) {
-  if (!e.requests) return std::nullopt;
-  const auto& b = *e.requests;
-  return rate_headers{b.limit(), b.remaining(), format_openai_duration(b.time_until_full())};
+rate_headers client_keys::make_headers(std::uint64_t rpm, double requests_left, duration requests_reset,
+                                       std::uint64_t tpm, double tokens_left, duration tokens_reset) {
+  auto whole = [](double v) { return v > 0 ? static_cast<std::uint64_t>(v) : std::uint64_t{0}; };
+  rate_headers h;
+  if (rpm != 0) h.requests = rate_header{rpm, whole(requests_left), format_openai_duration(requests_reset)};
+  if (tpm != 0) h.tokens = rate_header{tpm, whole(tokens_left), format_openai_duration(tokens_reset)};
+  return h;
 }
 
-std::variant<key_permit, rate_refusal> client_keys::try_acquire(const key_handle& key) {
+rate_headers client_keys::headers_locked(const detail::key_entry& e) {
+  rate_headers h;
+  if (e.requests)
+    h.requests = rate_header{e.requests->limit(), e.requests->remaining(),
+                             format_openai_duration(e.requests->time_until_full())};
+  if (e.tokens)
+    h.tokens = rate_header{e.tokens->limit(), e.tokens->remaining(), format_openai_duration(e.tokens->time_until_full())};
+  return h;
+}
+
+key_decision client_keys::decide(const key_handle& key, std::uint64_t tokens) {
   auto& e = *key.entry_;
   auto now = now_();
   std::lock_guard lock(e.mu);
   // A thread that read the clock earlier but locked later refills nothing (the bucket ignores a
   // clock going backwards) and is charged at the later time, which only errs strict.
   if (e.requests) e.requests->refill(now);
+  if (e.tokens) e.tokens->refill(now);
+  auto wait = [](duration d) { return std::max(std::chrono::ceil<std::chrono::seconds>(d), std::chrono::seconds(1)); };
   if (e.max_streams != 0 && e.in_use.load(std::memory_order_acquire) >= e.max_streams) {
     // We cannot know when one of the key's streams ends; a second is a polite minimum.
     return rate_refusal{rate_limit_kind::concurrency, std::chrono::seconds(1), headers_locked(e)};
   }
   // A burst of up to rpm requests, refilled at rpm per minute.
-  if (e.requests && !e.requests->try_take(1)) {
-    auto secs = std::chrono::ceil<std::chrono::seconds>(e.requests->time_until(1));
-    return rate_refusal{rate_limit_kind::rpm, std::max(secs, std::chrono::seconds(1)), headers_locked(e)};
+  if (e.requests && !e.requests->can_take(1))
+    return rate_refusal{rate_limit_kind::rpm, wait(e.requests->time_until(1)), headers_locked(e)};
+  // Tokens: the estimate must be there (a cost above the whole limit waits for a full bucket and
+  // then goes into debt, as the upstream pacer does: the estimate is a ceiling, not a use).
+  if (e.tokens) {
+    if (auto d = e.tokens->time_until(tokens); d > duration::zero())
+      return rate_refusal{rate_limit_kind::tpm, wait(d), headers_locked(e)};
   }
+  if (e.requests) e.requests->take(1);
+  if (e.tokens) e.tokens->take(tokens);
   e.in_use.fetch_add(1, std::memory_order_acq_rel);
-  return make_permit(e, headers_locked(e));
+  return make_permit(e, headers_locked(e), permit_usage{0, e.tokens ? tokens : 0, std::nullopt});
 }
+
+task<key_decision> client_keys::acquire(const key_handle& key, std::uint64_t tokens) { co_return decide(key, tokens); }
 
 }  // namespace sluice::admission

@@ -42,7 +42,10 @@ void report_bug(std::string_view group, std::string_view task, std::string_view 
 }  // namespace
 
 gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source)
-    : opts_(finished(std::move(opts))), background_("gateway background", report_bug), pool_(thread_count(opts_)) {
+    : opts_(finished(std::move(opts))),
+      redis_tasks_("redis", report_bug),
+      background_("gateway background", report_bug),
+      pool_(thread_count(opts_)) {
   router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
                                               std::chrono::steady_clock::now());
   bool any_tls = false;
@@ -57,6 +60,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
     if (!k) throw std::invalid_argument(k.err().message);
     keys_.emplace(std::move(*k));
   }
+  if (opts_.redis.enabled()) build_shared_limits();
   request_metrics_ = std::make_shared<proxy::request_metrics>(&server_shared_);
   stream_metrics_ = std::make_shared<proxy::stream_metrics>();
   upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);
@@ -69,7 +73,10 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   secrets_ = proxy::secret_scrubber(upstream_keys);
   services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *request_metrics_, *stream_metrics_,
                                                                 *upstream_metrics_, *admission_, *budget_, streams_,
-                                                                keys_ ? &*keys_ : nullptr, opts_.admission, drain_,
+                                                                shared_keys_ ? static_cast<admission::key_limits*>(shared_keys_.get())
+                                                                : keys_      ? &*keys_
+                                                                             : nullptr,
+                                                                opts_.admission, drain_,
                                                                 secrets_});
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
@@ -89,11 +96,38 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   }
 }
 
+void gateway::build_shared_limits() {
+  auto settings = opts_.redis.resolve();
+  if (!settings) throw std::invalid_argument(settings.err().message);
+  redis_health_ = std::make_unique<redis::availability>(opts_.redis.on_failure, settings->server.to_string());
+  leases_ = std::make_unique<redis::lease_keeper>(redis::lease_keeper::random_replica_name(), opts_.redis.lease);
+  std::vector<redis::script> scripts{redis::lease_keeper::renew_script()};  // index 0
+  const std::size_t key_scripts = scripts.size();
+  if (keys_) {
+    shared_keys_ = std::make_unique<admission::shared_key_limits>(std::move(*keys_), opts_.redis, *redis_health_, *leases_);
+    keys_.reset();
+    for (auto& sc : admission::shared_key_limits::scripts()) scripts.push_back(std::move(sc));
+  }
+  if (settings->server.tls && !tls_) tls_ = upstream::make_tls_context();
+  redis_ = std::make_unique<redis::client>(pool_, std::move(*settings), std::move(scripts), tls_.get());
+  if (shared_keys_) shared_keys_->attach(*redis_, key_scripts, key_scripts + 1);
+  shared_metrics_ = std::make_shared<redis::shared_metrics>(*redis_health_, *leases_);
+  obs::log_info("limits shared through redis",
+                {{"redis", redis_->on(0).config().server.to_string()},
+                 {"replica", leases_->replica()},
+                 {"failure_mode", redis::to_string(opts_.redis.on_failure)},
+                 {"client_keys", shared_keys_ ? shared_keys_->keys().size() : std::size_t{0}}});
+}
+
 void gateway::register_metrics() {
   for (std::shared_ptr<const prometheus::Collectable> c :
        std::initializer_list<std::shared_ptr<const prometheus::Collectable>>{
            request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_})
     metrics_.add_collectable(c);
+  if (redis_) {
+    metrics_.add_collectable(redis_->metrics_collectable());
+    metrics_.add_collectable(shared_metrics_);
+  }
   if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) throw std::invalid_argument(r.err().message);
 }
 
@@ -124,6 +158,10 @@ result<tcp::endpoint> gateway::start() {
                     "memory pressure loop", true);
   monitor_ = std::make_unique<proxy::upstream_monitor>(ex, *router_, opts_.upstream, tls_.get());
   monitor_->start(background_);
+  if (redis_) {
+    redis_->start(redis_tasks_);
+    redis_tasks_.spawn(ex, leases_->run(redis_->on(0), 0, redis_tasks_), "lease renewal loop", true);
+  }
   pool_.start();
   started_ = true;
   return bound;
@@ -165,12 +203,19 @@ void gateway::stop() {
     net::post(pool_.context(0), [this] {
       if (monitor_) monitor_->stop();
     });
+    if (redis_) {
+      redis_tasks_.cancel();  // the lease renewals
+      redis_->stop();
+    }
     for (auto& w : workers_) w.server->close_all();
     pool_.release();
     // Every session notices its closed socket at once; give them a moment to unwind cleanly.
     if (!pool_.wait_for(std::chrono::seconds(5))) pool_.stop();
     pool_.join();
   }
+  // A permit that ends after this (its session's frame destroyed with the io_contexts) leaves its
+  // slot to its lease.
+  if (shared_keys_) shared_keys_->detach();
   workers_.clear();
   monitor_.reset();
 }

@@ -12,6 +12,7 @@
 #include "admission/client_keys.hpp"
 #include "admission/controller.hpp"
 #include "admission/memory_budget.hpp"
+#include "admission/shared_key_limits.hpp"
 #include "admission/stream_registry.hpp"
 #include "app/serve_options.hpp"
 #include "core/error.hpp"
@@ -24,6 +25,9 @@
 #include "proxy/stream_metrics.hpp"
 #include "proxy/services.hpp"
 #include "proxy/upstream_monitor.hpp"
+#include "redis/availability.hpp"
+#include "redis/client.hpp"
+#include "redis/leases.hpp"
 #include "routing/router.hpp"
 #include "schema/cache.hpp"
 #include "runtime/task_group.hpp"
@@ -64,6 +68,9 @@ class gateway {
   // Structured outputs: the counters of the process-wide compiled-schema cache.
   schema::cache_stats schema_cache_stats() const { return schemas_->snapshot(); }
   routing::router& router() noexcept { return *router_; }
+  // With --redis: the shared limits' state (null without).
+  const redis::availability* shared_limits() const noexcept { return redis_health_.get(); }
+  const redis::lease_keeper* leases() const noexcept { return leases_.get(); }
 
  private:
   struct worker {
@@ -73,6 +80,8 @@ class gateway {
   // Registers every component's metrics struct with metrics_.
   void register_metrics();
   void log_pressure(const admission::pressure_report& r) const;
+  // --redis: the client, the lease keeper and the shared client-key limits.
+  void build_shared_limits();
 
   serve_options opts_;  // routing finished: the upstream list is final
   std::unique_ptr<routing::router> router_;
@@ -81,7 +90,15 @@ class gateway {
   std::unique_ptr<admission::memory_budget> budget_;
   std::unique_ptr<admission::controller> admission_;
   admission::stream_registry streams_;
-  std::optional<admission::client_keys> keys_;
+  std::optional<admission::client_keys> keys_;  // local limits (no --redis)
+  // --redis (docs/scale-out.md): whether Redis decides, the slots this replica holds, the shared
+  // client-key limits (its settles are tasks: it outlives the pool's last run), and the tasks of
+  // the Redis connections and the lease renewals.
+  std::unique_ptr<redis::availability> redis_health_;
+  std::unique_ptr<redis::lease_keeper> leases_;
+  std::unique_ptr<admission::shared_key_limits> shared_keys_;
+  std::shared_ptr<redis::shared_metrics> shared_metrics_;
+  runtime::task_group redis_tasks_;
   proxy::drain_state drain_;
   proxy::secret_scrubber secrets_;  // the upstream keys, masked out of what upstreams say to clients
   std::unique_ptr<proxy::services> services_;
@@ -99,6 +116,7 @@ class gateway {
   runtime::task_group background_;
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist
+  std::unique_ptr<redis::client> redis_;  // after pool_ likewise (its connections are on its threads)
   bool started_ = false;
   bool stopped_ = false;
 };

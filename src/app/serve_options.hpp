@@ -7,6 +7,7 @@
 #include "observability/log.hpp"
 #include "proxy/options.hpp"
 #include "proxy/structured_output.hpp"
+#include "redis/options.hpp"
 #include "routing/options.hpp"
 #include "upstream/options.hpp"
 
@@ -23,6 +24,7 @@ struct serve_options {
   proxy::options proxy;
   proxy::schema_options schema;  // structured outputs: schema-policy, schema-retries, schema-cache-*
   admission::options admission;
+  redis::options redis;  // --redis: limits shared by every replica (docs/scale-out.md)
   obs::log_options log;
   duration drain_delay = std::chrono::seconds(5);     // SIGTERM: keep serving (readiness failing) this long
   duration drain_timeout = std::chrono::seconds(30);  // then let running streams finish for at most this long

@@ -32,6 +32,7 @@ struct upstream_call {
   std::string alternate_body;        // the other variant of the body (injected or original)
   // May the body be rewritten to ask for usage (streams of chat/completions that did not ask)?
   bool may_inject_usage = false;
+  bool key_counts_tokens = false;  // the client key has a tpm budget: usage is worth asking for
 };
 
 // The answer an exchange came to. Lives in the pipeline's frame and is never moved: the response

@@ -56,6 +56,35 @@ obs::reject_reason reject_reason_of_read(const error& e, http::framing_refusal f
   return obs::reject_reason::bad_request;
 }
 
+// x-ratelimit-{limit,remaining,reset}-{requests,tokens} of a client key, as OpenAI sends them.
+void set_rate_headers(bhttp::fields& out, const admission::rate_headers& h) {
+  auto set = [&out](std::string_view what, const admission::rate_header& v) {
+    out.set("x-ratelimit-limit-" + std::string(what), std::to_string(v.limit));
+    out.set("x-ratelimit-remaining-" + std::string(what), std::to_string(v.remaining));
+    out.set("x-ratelimit-reset-" + std::string(what), v.reset);
+  };
+  if (h.requests) set("requests", *h.requests);
+  if (h.tokens) set("tokens", *h.tokens);
+}
+
+std::string rate_limit_message(admission::rate_limit_kind k) {
+  switch (k) {
+    case admission::rate_limit_kind::concurrency: return "Too many concurrent requests on this key.";
+    case admission::rate_limit_kind::tpm: return "Rate limit reached for tokens per minute on this key.";
+    default: return "Rate limit reached for requests per minute on this key.";
+  }
+}
+
+// What a request cost in tokens, for the client key's tpm: the usage the upstream reported; without
+// one, the prompt estimate plus one token per content event; nothing when no upstream answered it
+// with a success (an error answer is not charged by OpenAI's accounting either).
+std::uint64_t tokens_used(const request_context& ctx) noexcept {
+  const auto& end = ctx.end;
+  if (end.upstream.empty() || end.status / 100 != 2) return end.tokens_in + end.tokens_out;
+  if (end.tokens_in != 0) return end.tokens_in + end.tokens_out;
+  return ctx.prompt_estimate + end.tokens_out;
+}
+
 bool is_probe(obs::route r) {
   return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
 }
@@ -105,7 +134,10 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   admission_ticket ticket;
   if (!co_await authenticate(ctx, req, ticket)) co_return;
   if (!co_await admit(ctx, ticket)) co_return;
-  co_await forward(ctx, req);
+  co_await forward(ctx, req, ticket.key && ticket.key->reserved_tokens() != 0);
+  // The key's token reservation settles to what the request used (the permit's end tells the
+  // shared store, or the local bucket).
+  if (ticket.key) ticket.key->used_tokens(tokens_used(ctx));
 }
 
 std::optional<error> pipeline::parse(request_context& ctx, const http::request& req) {
@@ -135,8 +167,8 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   ctx.stream = summary->stream;
   ctx.include_usage = summary->include_usage;
   // Paced cost before sending: about 4 bytes per prompt token, plus what the answer may use.
-  ctx.token_estimate =
-      summary->prompt_chars / 4 + (summary->max_tokens ? summary->max_tokens : default_answer_tokens);
+  ctx.prompt_estimate = summary->prompt_chars / 4;
+  ctx.token_estimate = ctx.prompt_estimate + (summary->max_tokens ? summary->max_tokens : default_answer_tokens);
   if (cfg_.schemas) {  // structured outputs: policy + compiled schema, a 400 before anything goes upstream
     auto contract = make_output_contract(ctx.which, std::move(summary->output_schema),
                                          {req[schema_policy_header], req[schema_events_header]}, *cfg_.schema,
@@ -162,26 +194,26 @@ task<bool> pipeline::authenticate(request_context& ctx, const http::request& req
                     obs::reject_reason::unauthorized);
     co_return false;
   }
-  auto got = keys->try_acquire(*who);
+  // Local limits decide at once; shared ones (Redis) take one round trip.
+  std::optional<admission::key_decision> got = keys->try_acquire_now(*who, ctx.token_estimate);
+  if (!got) got.emplace(co_await keys->acquire(*who, ctx.token_estimate));
   const double took_s = seconds_since(start);
   cfg_.svc.requests.overhead_seconds(obs::stage::ratelimit).observe(took_s);
   ctx.overhead_seconds += took_s;
-  if (auto* refusal = std::get_if<admission::rate_refusal>(&got)) {
+  if (auto* refusal = std::get_if<admission::rate_refusal>(&*got)) {
     bhttp::fields extra;
     extra.set(bhttp::field::retry_after, std::to_string(refusal->retry_after.count()));
-    if (refusal->headers) {
-      extra.set("x-ratelimit-limit-requests", std::to_string(refusal->headers->limit));
-      extra.set("x-ratelimit-remaining-requests", std::to_string(refusal->headers->remaining));
-      extra.set("x-ratelimit-reset-requests", refusal->headers->reset);
+    set_rate_headers(extra, refusal->headers);
+    if (refusal->which == admission::rate_limit_kind::unavailable) {  // redis-failure-mode closed
+      co_await refuse(ctx, error::make(errc::overloaded, "The gateway cannot check this key's limits right now; retry shortly."),
+                      obs::reject_reason::limits_unavailable, &extra);
+      co_return false;
     }
-    co_await refuse(ctx,
-                    error::make(errc::rate_limited, refusal->which == admission::rate_limit_kind::rpm
-                                                        ? "Rate limit reached for requests per minute on this key."
-                                                        : "Too many concurrent requests on this key."),
+    co_await refuse(ctx, error::make(errc::rate_limited, rate_limit_message(refusal->which)),
                     obs::reject_reason::rate_limit, &extra);
     co_return false;
   }
-  t.key = std::move(std::get<admission::key_permit>(got));
+  t.key = std::move(std::get<admission::key_permit>(*got));
   co_return true;
 }
 
@@ -214,13 +246,14 @@ task<bool> pipeline::admit(request_context& ctx, admission_ticket& t) {
   co_return false;
 }
 
-task<void> pipeline::forward(request_context& ctx, http::request& req) {
+task<void> pipeline::forward(request_context& ctx, http::request& req, bool key_counts_tokens) {
   auto in_flight = cfg_.svc.streams.streams_active().enter();
   const auto& ro = cfg_.router.settings();
   const bool may_inject = ctx.stream && !ctx.include_usage && ro.usage != routing::usage_mode::never &&
                           (ctx.which == api::chat_completions || ctx.which == api::completions) &&
                           ctx.route != obs::route::models;
   upstream_call call = make_upstream_call(req, ctx.request_id, ctx.stream, cfg_.svc.keys == nullptr, may_inject);
+  call.key_counts_tokens = key_counts_tokens;
   exchange x;
   co_await run_attempts(ctx, call, x);
   if (ctx.cancel.cancelled()) {

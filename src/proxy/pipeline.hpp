@@ -64,7 +64,7 @@ class pipeline final : public http::request_handler {
   // A slot from the bounded queue (or the memory shed); answers the refusal itself (false).
   task<bool> admit(request_context& ctx, admission_ticket& t);
   // The attempt loop, then the answer: an error, a relayed stream or a whole body.
-  task<void> forward(request_context& ctx, http::request& req);
+  task<void> forward(request_context& ctx, http::request& req, bool key_counts_tokens);
   // The one place a request is logged and counted (finish.cpp).
   void finish(request_context& ctx) noexcept;
 

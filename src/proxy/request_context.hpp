@@ -59,6 +59,7 @@ struct request_context {
   bool stream = false;
   bool include_usage = false;          // the client asked for stream_options.include_usage
   std::uint64_t token_estimate = 0;    // paced cost: prompt estimate + max tokens
+  std::uint64_t prompt_estimate = 0;   // its prompt part (about 4 bytes per token)
   std::optional<output_contract> contract;  // structured outputs: the schema the output must follow
 
   double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered

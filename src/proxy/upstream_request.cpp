@@ -101,8 +101,9 @@ void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std:
     req.erase("openai-project");
   }
   if (!call.may_inject_usage) return;
-  // Ask for usage where a token budget is to be settled; the relay strips it again.
-  const bool want = mode == routing::usage_mode::always || u.pace->has_token_budget();
+  // Ask for usage where a token budget is to be settled (the upstream's or the client key's); the
+  // relay strips it again.
+  const bool want = mode == routing::usage_mode::always || u.pace->has_token_budget() || call.key_counts_tokens;
   if (want == call.usage_injected) return;
   if (want && call.alternate_body.empty()) call.alternate_body = with_usage_requested(req.body());
   if (!call.alternate_body.empty()) {

@@ -5,7 +5,7 @@
 namespace sluice::redis {
 
 client::client(runtime::worker_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls)
-    : metrics_(std::make_shared<metrics>(scripts)) {
+    : pool_(pool), metrics_(std::make_shared<metrics>(scripts)) {
   connections_.reserve(pool.size());
   for (std::size_t i = 0; i < pool.size(); ++i) {
     connections_.push_back(
@@ -14,6 +14,14 @@ client::client(runtime::worker_pool& pool, settings s, std::vector<script> scrip
 }
 
 client::~client() = default;
+
+connection* client::current() noexcept {
+  const std::size_t i = runtime::worker_pool::this_thread_index();
+  // The index names a thread of some pool; it is this client's only if that thread runs this
+  // pool's io_context (a test may run several pools in one process).
+  if (i >= connections_.size() || !pool_.context(i).get_executor().running_in_this_thread()) return nullptr;
+  return connections_[i].get();
+}
 
 void client::start(runtime::task_group& owner) {
   // The connection's state belongs to its thread: start it there.

@@ -28,11 +28,15 @@ class client {
 
   // The connection of worker `i`: use it only from that worker's thread.
   connection& on(std::size_t i) noexcept { return *connections_[i]; }
+  // The connection of the pool thread the caller runs on; null on any other thread (then post to
+  // one: on(0).executor()).
+  connection* current() noexcept;
   std::size_t size() const noexcept { return connections_.size(); }
   // For obs::metrics_registry::add_collectable.
   std::shared_ptr<const metrics> metrics_collectable() const noexcept { return metrics_; }
 
  private:
+  runtime::worker_pool& pool_;
   std::shared_ptr<metrics> metrics_;
   std::vector<std::shared_ptr<connection>> connections_;
 };

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -37,11 +38,29 @@ struct settings {
   duration stall_timeout = 2s;
 };
 
+// What a replica does with a limit decision while Redis cannot make it (down, slower than
+// `redis-command-timeout`, or out of in-flight slots).
+enum class failure_mode : std::uint8_t {
+  local,   // each replica decides alone, by its own limits divided by `redis-fallback-replicas`
+  closed,  // refuse: 503 with Retry-After
+};
+std::string_view to_string(failure_mode m) noexcept;
+
 struct options {
   std::string url;                     // `redis`: empty = no Redis (every limit stays local)
   std::string password_env;            // `redis-password-env`: variable holding the password
   duration command_timeout = 50ms;     // `redis-command-timeout`
   std::uint64_t max_in_flight = 1024;  // `redis-max-in-flight`, per connection (worker thread)
+  // Every key sluice writes starts with this (several fleets may share one Redis).
+  std::string key_prefix = "sluice:";  // `redis-key-prefix`
+  // A concurrency slot held in Redis expires this long after its replica last renewed it; each
+  // replica renews all of its slots every lease/3, so a replica killed with `kill -9` frees its
+  // slots within one lease.
+  duration lease = 30s;  // `redis-lease`
+  failure_mode on_failure = failure_mode::local;  // `redis-failure-mode`
+  // `local` mode divides each shared limit by this (the replicas the fleet runs), so that the fleet
+  // stays near its budget while every replica decides alone.
+  std::uint64_t fallback_replicas = 1;  // `redis-fallback-replicas`
 
   void register_options(config::option_table& t);
   bool enabled() const noexcept { return !url.empty(); }

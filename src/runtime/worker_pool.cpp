@@ -18,11 +18,18 @@ worker_pool::worker_pool(std::size_t threads) {
   }
 }
 
+namespace {
+thread_local std::size_t current_index = worker_pool::none;
+}
+
 worker_pool::~worker_pool() { stop(); }
 
+std::size_t worker_pool::this_thread_index() noexcept { return current_index; }
+
 void worker_pool::start() {
-  for (auto& ctx : contexts_) {
-    threads_.emplace_back([this, c = ctx.get()] {
+  for (std::size_t i = 0; i < contexts_.size(); ++i) {
+    threads_.emplace_back([this, i, c = contexts_[i].get()] {
+      current_index = i;
       c->run();
       std::lock_guard lock(mu_);
       ++finished_;

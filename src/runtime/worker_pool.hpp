@@ -39,6 +39,12 @@ class worker_pool {
   // Waits at most `timeout` for every thread to run out of work; true when they all did.
   bool wait_for(std::chrono::milliseconds timeout);
 
+  // The index of the pool thread the caller runs on (its io_context's index), or `none` on a
+  // thread no worker_pool started. Lets a component pick the per-thread part it owns (its Redis
+  // connection) from code that has no executor at hand (a permit's destructor).
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  static std::size_t this_thread_index() noexcept;
+
  private:
   using guard = net::executor_work_guard<net::io_context::executor_type>;
   std::vector<std::unique_ptr<net::io_context>> contexts_;

@@ -131,22 +131,22 @@ TEST(ClientKeys, PerKeyConcurrencyLimit) {
   manual_clock clock;
   auto keys = load(clock);
   auto alpha = keys.authenticate("sk-alpha-0123456789").value();
-  auto a = keys.try_acquire(alpha);
-  auto b = keys.try_acquire(alpha);
+  auto a = keys.decide(alpha, 0);
+  auto b = keys.decide(alpha, 0);
   ASSERT_TRUE(std::holds_alternative<key_permit>(a));
   ASSERT_TRUE(std::holds_alternative<key_permit>(b));
   EXPECT_EQ(alpha.in_use(), 2u);
-  auto c = keys.try_acquire(alpha);
+  auto c = keys.decide(alpha, 0);
   ASSERT_TRUE(std::holds_alternative<rate_refusal>(c));
   EXPECT_EQ(refusal_of(c).which, rate_limit_kind::concurrency);
   EXPECT_EQ(refusal_of(c).retry_after, 1s);
-  ASSERT_TRUE(refusal_of(c).headers);
-  EXPECT_EQ(refusal_of(c).headers->remaining, 1u);  // the concurrency refusal took no token
+  ASSERT_TRUE(refusal_of(c).headers.requests);
+  EXPECT_EQ(refusal_of(c).headers.requests->remaining, 1u);  // the concurrency refusal took no token
   a = rate_refusal{};  // drops the first permit
   EXPECT_EQ(alpha.in_use(), 1u);
-  auto d = keys.try_acquire(alpha);
+  auto d = keys.decide(alpha, 0);
   ASSERT_TRUE(std::holds_alternative<key_permit>(d));
-  EXPECT_EQ(permit_of(d).headers->remaining, 0u);
+  EXPECT_EQ(permit_of(d).headers.requests->remaining, 0u);
 }
 
 TEST(ClientKeys, RequestsPerMinuteWithAManualClock) {
@@ -154,38 +154,38 @@ TEST(ClientKeys, RequestsPerMinuteWithAManualClock) {
   auto keys = load(clock);
   auto alpha = keys.authenticate("sk-alpha-0123456789").value();  // rpm 3: one token per 20s
   for (std::uint64_t i = 0; i < 3; ++i) {
-    auto r = keys.try_acquire(alpha);
+    auto r = keys.decide(alpha, 0);
     ASSERT_TRUE(std::holds_alternative<key_permit>(r)) << i;
-    auto& h = *permit_of(r).headers;
+    auto& h = *permit_of(r).headers.requests;
     EXPECT_EQ(h.limit, 3u);
     EXPECT_EQ(h.remaining, 2 - i);
     EXPECT_EQ(h.reset, format_openai_duration(20s * static_cast<int>(i + 1)));
     // Each permit is dropped at the end of the iteration, so only the rate limit is in play.
   }
-  auto refused = keys.try_acquire(alpha);
+  auto refused = keys.decide(alpha, 0);
   ASSERT_TRUE(std::holds_alternative<rate_refusal>(refused));
   EXPECT_EQ(refusal_of(refused).which, rate_limit_kind::rpm);
   EXPECT_EQ(refusal_of(refused).retry_after, 20s);
-  EXPECT_EQ(refusal_of(refused).headers->remaining, 0u);
-  EXPECT_EQ(refusal_of(refused).headers->reset, "1m0s");
+  EXPECT_EQ(refusal_of(refused).headers.requests->remaining, 0u);
+  EXPECT_EQ(refusal_of(refused).headers.requests->reset, "1m0s");
   EXPECT_EQ(alpha.in_use(), 0u);  // the refusal holds no concurrency slot
 
   clock.advance(19s);
-  auto still = keys.try_acquire(alpha);
+  auto still = keys.decide(alpha, 0);
   ASSERT_TRUE(std::holds_alternative<rate_refusal>(still));
   EXPECT_EQ(refusal_of(still).retry_after, 1s);
-  EXPECT_EQ(refusal_of(still).headers->reset, "41s");
+  EXPECT_EQ(refusal_of(still).headers.requests->reset, "41s");
   clock.advance(1s);
-  auto again = keys.try_acquire(alpha);
+  auto again = keys.decide(alpha, 0);
   ASSERT_TRUE(std::holds_alternative<key_permit>(again));
-  EXPECT_EQ(permit_of(again).headers->remaining, 0u);
+  EXPECT_EQ(permit_of(again).headers.requests->remaining, 0u);
 
   clock.advance(10min);  // fully refilled, but never beyond the burst of rpm
   for (int i = 0; i < 3; ++i) {
-    auto r = keys.try_acquire(alpha);
+    auto r = keys.decide(alpha, 0);
     ASSERT_TRUE(std::holds_alternative<key_permit>(r));
   }
-  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.try_acquire(alpha)));
+  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.decide(alpha, 0)));
 }
 
 TEST(ClientKeys, UnlimitedKeyHasNoRateHeaders) {
@@ -194,9 +194,9 @@ TEST(ClientKeys, UnlimitedKeyHasNoRateHeaders) {
   auto beta = keys.authenticate("sk-beta-xyz").value();
   std::vector<key_permit> held;
   for (int i = 0; i < 1000; ++i) {
-    auto r = keys.try_acquire(beta);
+    auto r = keys.decide(beta, 0);
     ASSERT_TRUE(std::holds_alternative<key_permit>(r));
-    EXPECT_FALSE(permit_of(r).headers);
+    EXPECT_FALSE(permit_of(r).headers.requests || permit_of(r).headers.tokens);
     held.push_back(std::move(std::get<key_permit>(r)));
   }
   EXPECT_EQ(beta.in_use(), 1000u);
@@ -208,7 +208,7 @@ TEST(ClientKeys, KeyPermitMoves) {
   manual_clock clock;
   auto keys = load(clock);
   auto gamma = keys.authenticate("sk-gamma").value();  // max 1 stream
-  auto r = keys.try_acquire(gamma);
+  auto r = keys.decide(gamma, 0);
   key_permit p = std::move(std::get<key_permit>(r));
   EXPECT_TRUE(p);
   EXPECT_EQ(gamma.in_use(), 1u);
@@ -216,8 +216,92 @@ TEST(ClientKeys, KeyPermitMoves) {
   q = std::move(p);
   EXPECT_FALSE(p);
   EXPECT_EQ(gamma.in_use(), 1u);
-  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.try_acquire(gamma)));
+  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.decide(gamma, 0)));
   q.reset();
   EXPECT_EQ(gamma.in_use(), 0u);
-  EXPECT_TRUE(std::holds_alternative<key_permit>(keys.try_acquire(gamma)));
+  EXPECT_TRUE(std::holds_alternative<key_permit>(keys.decide(gamma, 0)));
+}
+
+TEST(ClientKeys, TokensPerMinuteFieldIsOptionalAndNamedAnywhereAfterTheRate) {
+  auto keys = client_keys::parse(
+      "sk-a 0 0 alpha tpm=1000\n"
+      "sk-b 0 0 tpm=50 beta\n"
+      "sk-c 0 0 tpm=70\n"
+      "sk-d 1 2\n");
+  ASSERT_TRUE(keys.has_value()) << keys.err().message;
+  EXPECT_EQ(keys->authenticate("sk-a")->tpm(), 1000u);
+  EXPECT_EQ(keys->authenticate("sk-a")->name(), "alpha");
+  EXPECT_EQ(keys->authenticate("sk-b")->tpm(), 50u);
+  EXPECT_EQ(keys->authenticate("sk-b")->name(), "beta");
+  EXPECT_EQ(keys->authenticate("sk-c")->tpm(), 70u);
+  EXPECT_EQ(keys->authenticate("sk-c")->name(), "key-3");
+  EXPECT_EQ(keys->authenticate("sk-d")->tpm(), 0u);
+  for (std::string_view bad : {"sk-x 0 0 tpm=\n", "sk-x 0 0 tpm=1 tpm=2\n", "sk-x 0 0 a b\n", "sk-x 0 0 a tpm=-1\n",
+                               "sk-x 0 0 a tpm=1 c\n"}) {
+    auto r = client_keys::parse(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.err().message.find("line 1"), std::string::npos);
+    EXPECT_EQ(r.err().message.find("sk-x"), std::string::npos);
+  }
+}
+
+TEST(ClientKeys, TokensPerMinuteReservesTheEstimateAndSettlesToTheUse) {
+  manual_clock clock;
+  auto keys = client_keys::parse("sk-t 0 0 t tpm=600\n", clock.fn()).value();  // 10 tokens a second
+  auto t = keys.authenticate("sk-t").value();
+  {
+    auto r = keys.decide(t, 400);
+    ASSERT_TRUE(std::holds_alternative<key_permit>(r));
+    ASSERT_TRUE(permit_of(r).headers.tokens);
+    EXPECT_EQ(permit_of(r).headers.tokens->limit, 600u);
+    EXPECT_EQ(permit_of(r).headers.tokens->remaining, 200u);
+    EXPECT_FALSE(permit_of(r).headers.requests);
+    auto refused = keys.decide(t, 300);  // 200 left: refused, charging nothing
+    ASSERT_TRUE(std::holds_alternative<rate_refusal>(refused));
+    EXPECT_EQ(refusal_of(refused).which, rate_limit_kind::tpm);
+    EXPECT_EQ(refusal_of(refused).retry_after, 10s);  // 100 more tokens at 10 a second
+    EXPECT_EQ(refusal_of(refused).headers.tokens->remaining, 200u);
+    std::get<key_permit>(r).used_tokens(100);  // used a quarter of its estimate: 300 come back
+  }
+  auto r = keys.decide(t, 500);
+  ASSERT_TRUE(std::holds_alternative<key_permit>(r));
+  EXPECT_EQ(permit_of(r).headers.tokens->remaining, 0u);
+  std::get<key_permit>(r).used_tokens(700);  // more than reserved: 200 more are charged (a debt)
+  std::get<key_permit>(r).reset();
+  auto debt = keys.decide(t, 1);
+  ASSERT_TRUE(std::holds_alternative<rate_refusal>(debt));
+  EXPECT_EQ(refusal_of(debt).retry_after, 21s);  // the debt of 200, then 1 token, at 10 a second
+  clock.advance(21s);
+  EXPECT_TRUE(std::holds_alternative<key_permit>(keys.decide(t, 1)));
+}
+
+TEST(ClientKeys, AnEstimateAboveTheWholeBudgetWaitsForAFullBucketThenGoesIntoDebt) {
+  manual_clock clock;
+  auto keys = client_keys::parse("sk-t 0 0 t tpm=100\n", clock.fn()).value();
+  auto t = keys.authenticate("sk-t").value();
+  EXPECT_TRUE(std::holds_alternative<key_permit>(keys.decide(t, 5000)));  // full: let through
+  EXPECT_TRUE(std::holds_alternative<rate_refusal>(keys.decide(t, 1)));
+}
+
+TEST(ClientKeys, DividedSharesEveryLimitRoundedUpAndKeepsNamesAndOrder) {
+  manual_clock clock;
+  auto keys = client_keys::parse("sk-a 4 12 a tpm=1000\nsk-b 0 5 b\nsk-c 1 0\n", clock.fn()).value();
+  auto third = keys.divided(3);
+  ASSERT_EQ(third.size(), 3u);
+  EXPECT_EQ(third.at(0).name(), "a");
+  EXPECT_EQ(third.at(0).max_streams(), 2u);
+  EXPECT_EQ(third.at(0).rpm(), 4u);
+  EXPECT_EQ(third.at(0).tpm(), 334u);
+  EXPECT_EQ(third.at(1).max_streams(), 0u);  // unlimited stays unlimited
+  EXPECT_EQ(third.at(1).rpm(), 2u);
+  EXPECT_EQ(third.at(2).max_streams(), 1u);
+  EXPECT_EQ(third.at(2).index(), 2u);
+  // Authentication sees the same keys, and the counters are the copy's own.
+  auto a = third.authenticate("sk-a").value();
+  EXPECT_EQ(a.index(), 0u);
+  auto p1 = third.decide(a, 1), p2 = third.decide(a, 1);
+  EXPECT_TRUE(std::holds_alternative<key_permit>(p1));
+  EXPECT_TRUE(std::holds_alternative<key_permit>(p2));
+  EXPECT_TRUE(std::holds_alternative<rate_refusal>(third.decide(a, 1)));
+  EXPECT_EQ(keys.at(0).in_use(), 0u);
 }
