@@ -163,6 +163,12 @@ result<tcp::endpoint> gateway::start() {
     redis_tasks_.spawn(ex, leases_->run(redis_->on(0), 0, redis_tasks_), "lease renewal loop", true);
   }
   pool_.start();
+  // The first requests should find Redis connected; a Redis that is not there in time is the
+  // failure mode's to handle, like an outage later on.
+  if (redis_ && !redis_->wait_connected(redis_->on(0).config().connect_timeout))
+    obs::log_warn("redis not connected at start: the shared limits follow the failure mode until it is",
+                  {{"redis", redis_->on(0).config().server.to_string()},
+                   {"failure_mode", redis::to_string(opts_.redis.on_failure)}});
   started_ = true;
   return bound;
 }

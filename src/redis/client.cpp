@@ -2,6 +2,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include <chrono>
+#include <thread>
+
 namespace sluice::redis {
 
 client::client(runtime::worker_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls)
@@ -21,6 +24,15 @@ connection* client::current() noexcept {
   // pool's io_context (a test may run several pools in one process).
   if (i >= connections_.size() || !pool_.context(i).get_executor().running_in_this_thread()) return nullptr;
   return connections_[i].get();
+}
+
+bool client::wait_connected(duration limit) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (metrics_->connected_now() < static_cast<double>(connections_.size())) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 void client::start(runtime::task_group& owner) {

@@ -32,6 +32,9 @@ class client {
   // one: on(0).executor()).
   connection* current() noexcept;
   std::size_t size() const noexcept { return connections_.size(); }
+  // Blocks the calling (controlling) thread until every connection is up or `limit` passed; true
+  // when they all are. For start-up, so that the first requests find Redis ready.
+  bool wait_connected(duration limit) const;
   // For obs::metrics_registry::add_collectable.
   std::shared_ptr<const metrics> metrics_collectable() const noexcept { return metrics_; }
 

@@ -30,6 +30,8 @@ class metrics final : public obs::component_metrics {
   void in_flight(double delta) noexcept { in_flight_->Increment(delta); }
 
   std::size_t labels() const noexcept { return commands_.size(); }
+  // Connections up now (any thread).
+  double connected_now() const { return connected_->Value(); }
 
  private:
   std::vector<std::array<prometheus::Counter*, outcome_count>> commands_;

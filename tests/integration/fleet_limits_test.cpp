@@ -1,0 +1,257 @@
+// Limits that hold for a fleet: three real `sluice serve` processes sharing one redis-server (on a
+// free loopback port) in front of one simulator. A client key's rpm and max_streams hold across
+// them; a replica killed with -9 frees its slots within one lease; Redis stopped, frozen and back
+// during traffic: `local` serves within its share and `closed` answers 503, both recover, and the
+// metrics and log lines say so.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process.hpp"
+#include "redis_server.hpp"
+#include "sim/server.hpp"
+#include "test_client.hpp"
+
+using namespace sluice;
+using namespace std::chrono_literals;
+using test::bhttp::verb;
+
+namespace {
+
+std::string temp_keys_file(const std::string& text) {
+  char path[] = "/tmp/sluice-fleet-keys-XXXXXX";
+  int fd = ::mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  return path;
+}
+
+struct replica_proc {
+  test::child_process p;
+  std::uint16_t port = 0;
+  explicit replica_proc(std::vector<std::string> args) : p(std::move(args), {"OPENAI_API_KEY=sk-upstream-test"}) {
+    port = p.wait_port().value_or(0);
+    EXPECT_NE(port, 0) << p.output();
+  }
+  // One series' value from /metrics ("" labels: the first series of the name), or -1.
+  double metric(const std::string& series) {
+    const std::string text = test::call(port, verb::get, "/metrics").body();
+    const auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + series.size() + 2));
+  }
+  bool logged(const std::string& msg) {
+    p.pump(5);
+    return p.output().find(msg) != std::string::npos;
+  }
+};
+
+std::string chat_request(bool stream, const std::string& key, const std::string& extra_headers = "") {
+  const std::string body = test::chat_body(stream);
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer " +
+         key + "\r\n" + extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// A stream request whose answer's status line has been read: 200 (then it streams on, 200 tokens
+// 50 ms apart, until closed) or a refusal.
+struct stream_attempt {
+  test::client_socket c;
+  int status = 0;
+  stream_attempt(std::uint16_t port, const std::string& key) : c(port) {
+    c.send(chat_request(true, key, "x-sim-tokens: 200\r\nx-sim-token-delay: 50ms\r\n"));
+    std::string got;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (got.find("\r\n") == std::string::npos && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
+    if (got.rfind("HTTP/1.1 ", 0) == 0) status = std::stoi(got.substr(9, 3));
+  }
+};
+
+struct FleetLimits : ::testing::Test {
+  std::unique_ptr<sim::server> sim;
+  std::unique_ptr<test::redis_server> redis;
+  void SetUp() override {
+    redis = std::make_unique<test::redis_server>();
+    ASSERT_TRUE(redis->running());
+    sim::options so;
+    so.listen = "127.0.0.1:0";
+    so.tokens = 4;
+    so.token_delay = 1ms;
+    sim = std::make_unique<sim::server>(so);
+    ASSERT_TRUE(sim->start().has_value());
+  }
+  std::vector<std::string> args(const std::string& keys, std::vector<std::string> more = {}) const {
+    std::vector<std::string> a{"serve", "--listen", "127.0.0.1:0", "--threads", "1", "--upstream",
+                               "http://127.0.0.1:" + std::to_string(sim->port()), "--keys-file", keys, "--redis",
+                               "redis://127.0.0.1:" + std::to_string(redis->port()), "--log-format", "json"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  std::vector<std::unique_ptr<replica_proc>> fleet(const std::string& keys, std::vector<std::string> more = {}) {
+    std::vector<std::unique_ptr<replica_proc>> out;
+    for (int i = 0; i < 3; ++i) out.push_back(std::make_unique<replica_proc>(args(keys, more)));
+    return out;
+  }
+};
+
+TEST_F(FleetLimits, AKeysRequestsPerMinuteHoldAcrossThreeReplicas) {
+  auto keys = temp_keys_file("sk-fleet 0 12 fleet\n");
+  auto f = fleet(keys);
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 36; ++i) {
+    auto r = test::post_chat(f[static_cast<std::size_t>(i) % 3]->port, false, {{"authorization", "Bearer sk-fleet"}});
+    if (r.result_int() == 200) {
+      ++ok;
+      continue;
+    }
+    ASSERT_EQ(r.result_int(), 429) << r.body();
+    ++limited;
+    EXPECT_FALSE(r[test::bhttp::field::retry_after].empty());
+    EXPECT_EQ(r["x-ratelimit-limit-requests"], "12");
+    EXPECT_EQ(r["x-ratelimit-remaining-requests"], "0");
+    EXPECT_FALSE(r["x-ratelimit-reset-requests"].empty());
+    EXPECT_NE(r.body().find("requests per minute"), std::string::npos);
+  }
+  EXPECT_GE(ok, 12);
+  EXPECT_LE(ok, 13);  // a refill (one every 5 s) may land in the window
+  EXPECT_EQ(ok + limited, 36);
+  ::unlink(keys.c_str());
+}
+
+TEST_F(FleetLimits, AKeysConcurrentStreamsHoldAcrossThreeReplicas) {
+  auto keys = temp_keys_file("sk-streams 4 0 streams\n");
+  auto f = fleet(keys);
+  std::vector<std::unique_ptr<stream_attempt>> running;
+  int refused = 0;
+  for (int i = 0; i < 12; ++i) {
+    auto s = std::make_unique<stream_attempt>(f[static_cast<std::size_t>(i) % 3]->port, "sk-streams");
+    if (s->status == 200) running.push_back(std::move(s));
+    else {
+      EXPECT_EQ(s->status, 429);
+      ++refused;
+    }
+  }
+  EXPECT_EQ(running.size(), 4u);
+  EXPECT_EQ(refused, 8);
+  double held = 0;
+  for (auto& r : f) held += r->metric("sluice_redis_leases_held");
+  EXPECT_EQ(held, 4);
+  // A stream ends: its slot is back for a request on any replica.
+  running.front()->c.close();
+  running.erase(running.begin());
+  auto again = test::wait_until(
+      [&] {
+        stream_attempt s(f[2]->port, "sk-streams");
+        f[2]->p.pump(0);
+        if (s.status != 200) {
+          std::this_thread::sleep_for(10ms);
+          return false;
+        }
+        running.push_back(std::make_unique<stream_attempt>(f[1]->port, "sk-streams"));  // one over: refused
+        EXPECT_EQ(running.back()->status, 429);
+        return true;
+      },
+      5s);
+  EXPECT_LT(again, 5s);
+  ::unlink(keys.c_str());
+}
+
+TEST_F(FleetLimits, AReplicaKilledWithItsStreamsFreesTheirSlotsWithinOneLease) {
+  auto keys = temp_keys_file("sk-kill 3 0 kill\n");
+  auto f = fleet(keys, {"--redis-lease", "2s"});
+  std::vector<std::unique_ptr<stream_attempt>> on_victim;
+  for (int i = 0; i < 3; ++i) {
+    on_victim.push_back(std::make_unique<stream_attempt>(f[0]->port, "sk-kill"));
+    ASSERT_EQ(on_victim.back()->status, 200);
+  }
+  EXPECT_EQ(stream_attempt(f[1]->port, "sk-kill").status, 429);
+  ::kill(f[0]->p.pid(), SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<stream_attempt>> after;
+  const auto took = test::wait_until(
+      [&] {
+        auto s = std::make_unique<stream_attempt>(f[1 + after.size() % 2]->port, "sk-kill");
+        if (s->status == 200) after.push_back(std::move(s));
+        for (std::size_t i = 1; i < f.size(); ++i) f[i]->p.pump(0);  // their log lines must not fill the pipe
+        if (after.size() == 3) return true;
+        std::this_thread::sleep_for(20ms);
+        return false;
+      },
+      6s);
+  EXPECT_LT(took, 6s) << "the killed replica's slots did not free";
+  EXPECT_LE(std::chrono::steady_clock::now() - killed, 3500ms);  // one lease (2 s) and some scheduling
+  // The survivors serve on, every stream of theirs intact.
+  auto r = test::post_chat(f[2]->port, false, {{"authorization", "Bearer sk-kill"}});
+  EXPECT_EQ(r.result_int(), 429);  // all three slots are taken by the survivors' streams
+  after.clear();
+  ::unlink(keys.c_str());
+}
+
+TEST_F(FleetLimits, RedisDownThenFrozenThenBackLocalModeServesWithinItsShare) {
+  auto keys = temp_keys_file("sk-deg 0 60 deg\n");
+  auto f = fleet(keys, {"--redis-failure-mode", "local", "--redis-fallback-replicas", "3",
+                        "--redis-command-timeout", "100ms"});
+  auto send = [&](replica_proc& r) {
+    return test::post_chat(r.port, false, {{"authorization", "Bearer sk-deg"}}).result_int();
+  };
+  EXPECT_EQ(send(*f[0]), 200);
+  EXPECT_EQ(f[0]->metric("sluice_shared_limits_degraded"), 0);
+  redis->kill();
+  int ok = 0;
+  for (int i = 0; i < 30; ++i) {
+    int s = send(*f[0]);
+    EXPECT_TRUE(s == 200 || s == 429) << s;
+    ok += s == 200;
+  }
+  EXPECT_EQ(ok, 20);  // rpm 60 over 3 replicas: this one alone allows 20
+  EXPECT_EQ(f[0]->metric("sluice_shared_limits_degraded"), 1);
+  EXPECT_TRUE(test::wait_until([&] { return f[0]->logged("shared limits degraded: redis cannot decide"); }, 2s) < 2s);
+  ASSERT_TRUE(redis->start());
+  EXPECT_LT(test::wait_until([&] { return send(*f[1]) == 200 && f[1]->metric("sluice_shared_limits_degraded") == 0; },
+                             8s),
+            8s);
+  // Frozen: slow, not down. Every decision waits out its deadline, then falls back; nothing hangs.
+  redis->pause();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(send(*f[2]), 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(f[2]->metric("sluice_shared_limits_degraded"), 1);
+  redis->resume();
+  EXPECT_LT(test::wait_until([&] { return send(*f[2]) == 200 && f[2]->metric("sluice_shared_limits_degraded") == 0; },
+                             8s),
+            8s);
+  EXPECT_TRUE(test::wait_until([&] { return f[2]->logged("shared limits recovered: redis decides again"); }, 2s) < 2s);
+  ::unlink(keys.c_str());
+}
+
+TEST_F(FleetLimits, ClosedModeAnswers503WhileRedisIsDownAndRecovers) {
+  auto keys = temp_keys_file("sk-closed 0 600 closed\n");
+  replica_proc r(args(keys, {"--redis-failure-mode", "closed"}));
+  EXPECT_EQ(test::post_chat(r.port, false, {{"authorization", "Bearer sk-closed"}}).result_int(), 200);
+  redis->kill();
+  auto refused = test::post_chat(r.port, false, {{"authorization", "Bearer sk-closed"}});
+  EXPECT_EQ(refused.result_int(), 503);
+  EXPECT_FALSE(refused[test::bhttp::field::retry_after].empty());
+  EXPECT_EQ(refused["x-should-retry"], "true");
+  EXPECT_NE(refused.body().find("\"error\""), std::string::npos);
+  const std::string metrics = test::call(r.port, verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("sluice_rejections_total{reason=\"limits_unavailable\"} 1"), std::string::npos) << metrics;
+  ASSERT_TRUE(redis->start());
+  EXPECT_LT(test::wait_until(
+                [&] {
+                  return test::post_chat(r.port, false, {{"authorization", "Bearer sk-closed"}}).result_int() == 200;
+                },
+                8s),
+            8s);
+  ::unlink(keys.c_str());
+}
+
+}  // namespace
