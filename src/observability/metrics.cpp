@@ -80,6 +80,8 @@ std::string_view to_string(reject_reason r) noexcept {
       return "request_line_too_long";
     case reject_reason::too_many_headers:
       return "too_many_headers";
+    case reject_reason::key_queue_full:
+      return "key_queue_full";
   }
   return "bad_request";
 }
