@@ -55,6 +55,9 @@ class key_handle {
   std::uint64_t max_streams() const { return entry_->max_streams; }
   std::uint64_t rpm() const { return entry_->rpm; }
   std::uint64_t in_use() const { return entry_->in_use.load(std::memory_order_relaxed); }
+  // The key's identity, the same for every handle and permit of the key while client_keys lives
+  // (its admission queue lane); null for an empty handle.
+  const void* identity() const noexcept { return entry_; }
   explicit operator bool() const noexcept { return entry_ != nullptr; }
 
  private:
@@ -76,6 +79,8 @@ class key_permit {
   ~key_permit() { reset(); }
 
   explicit operator bool() const noexcept { return entry_ != nullptr; }
+  // The key's identity, as key_handle::identity() (the request's queue lane); null once reset.
+  const void* identity() const noexcept { return entry_; }
   // Gives the stream back now.
   void reset() noexcept;
 

@@ -221,3 +221,20 @@ TEST(ClientKeys, KeyPermitMoves) {
   EXPECT_EQ(gamma.in_use(), 0u);
   EXPECT_TRUE(std::holds_alternative<key_permit>(keys.try_acquire(gamma)));
 }
+
+TEST(ClientKeys, IdentityIsTheKeysOwnForItsHandlesAndPermits) {
+  manual_clock clock;
+  auto keys = load(clock);
+  auto alpha = keys.authenticate("sk-alpha-0123456789").value();
+  auto alpha_again = keys.authenticate_header("Bearer sk-alpha-0123456789").value();
+  auto beta = keys.authenticate("sk-beta-xyz").value();
+  EXPECT_NE(alpha.identity(), nullptr);
+  EXPECT_EQ(alpha.identity(), alpha_again.identity());
+  EXPECT_NE(alpha.identity(), beta.identity());
+  EXPECT_EQ(key_handle{}.identity(), nullptr);
+  auto r = keys.try_acquire(alpha);
+  key_permit p = std::move(std::get<key_permit>(r));
+  EXPECT_EQ(p.identity(), alpha.identity());  // the lane the pipeline queues this request in
+  p.reset();
+  EXPECT_EQ(p.identity(), nullptr);
+}
