@@ -46,6 +46,16 @@ struct lanes_test : ::testing::Test {
     ctx.restart();
     ctx.poll();
   }
+  // Declared right after a test's controller: at the end of the test, or when an ASSERT ends it
+  // early, the waiters still queued finish (draining) before the controller goes.
+  struct drain_at_exit {
+    lanes_test& t;
+    controller& c;
+    ~drain_at_exit() {
+      c.set_draining(true);
+      t.poll();
+    }
+  };
 };
 
 // Acquires in `lane`, records `label` when admitted, then holds the permit until `held` is cleared.
@@ -69,6 +79,7 @@ double gauge_value(const admission_metrics& m, const std::string& name) {
 
 TEST_F(lanes_test, OneKeyIsRefusedPastQueuePerKeyWhileAnotherStillQueues) {
   controller c(opts(1, 16, 2), budget);
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   poll();
   ASSERT_TRUE(holder->granted());
@@ -100,12 +111,11 @@ TEST_F(lanes_test, OneKeyIsRefusedPastQueuePerKeyWhileAnotherStillQueues) {
   poll();
   EXPECT_FALSE(a4->done());
   EXPECT_EQ(c.queued(), 3u);
-  c.set_draining(true);  // lets the waiters finish so the controller can be destroyed
-  poll();
 }
 
 TEST_F(lanes_test, QueueFullAndKeyQueueFullAreToldApart) {
   controller c(opts(1, 3, 2), budget);
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   auto a1 = spawn_in_lane(ctx, c, key_a);
   auto a2 = spawn_in_lane(ctx, c, key_a);
@@ -117,12 +127,11 @@ TEST_F(lanes_test, QueueFullAndKeyQueueFullAreToldApart) {
   poll();
   EXPECT_EQ(c1->refusal().why, refusal::queue_full);
   EXPECT_EQ(a3->refusal().why, refusal::key_queue_full);
-  c.set_draining(true);
-  poll();
 }
 
 TEST_F(lanes_test, GrantsGoRoundRobinAcrossKeysAndFifoWithinOne) {
   controller c(opts(1, 16, 0), budget);  // 0: no per-key cap
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   poll();
   ASSERT_TRUE(holder->granted());
@@ -152,6 +161,7 @@ TEST_F(lanes_test, GrantsGoRoundRobinAcrossKeysAndFifoWithinOne) {
 
 TEST_F(lanes_test, AKeyThatStartsWaitingJoinsAtTheEndOfTheRound) {
   controller c(opts(1, 16, 0), budget);
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   poll();
   auto order = std::make_shared<std::vector<std::string>>();
@@ -178,6 +188,7 @@ TEST_F(lanes_test, AKeyThatStartsWaitingJoinsAtTheEndOfTheRound) {
 
 TEST_F(lanes_test, TheAnonymousLaneIsOneFifoWithoutAPerKeyCap) {
   controller c(opts(1, 16, 2), budget);  // a per-key cap of 2 that the anonymous lane ignores
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   poll();
   auto order = std::make_shared<std::vector<std::string>>();
@@ -209,7 +220,8 @@ TEST_F(lanes_test, TheAnonymousLaneIsOneFifoWithoutAPerKeyCap) {
 
 TEST_F(lanes_test, WithdrawnWaitersLeaveTheirLaneAndAnEmptyLaneDisappears) {
   controller c(opts(1, 16, 0), budget);
-  admission_metrics m(c, budget);
+  admission_metrics m(c, budget);  // before the drain: the waiters it finishes report to it
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   poll();
   net::cancellation_signal gone_a1, gone_b1;
@@ -250,7 +262,8 @@ TEST_F(lanes_test, WithdrawnWaitersLeaveTheirLaneAndAnEmptyLaneDisappears) {
 
 TEST_F(lanes_test, TimedOutWaitersLeaveTheirLanes) {
   controller c(opts(1, 16, 0, 5ms), budget);
-  admission_metrics m(c, budget);
+  admission_metrics m(c, budget);  // before the drain: the waiters it finishes report to it
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   auto a1 = spawn_in_lane(ctx, c, key_a);
   auto a2 = spawn_in_lane(ctx, c, key_a);
@@ -272,6 +285,7 @@ TEST_F(lanes_test, TimedOutWaitersLeaveTheirLanes) {
 
 TEST_F(lanes_test, DrainingRefusesTheWaitersOfEveryLane) {
   controller c(opts(1, 16, 0), budget);
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   auto a1 = spawn_in_lane(ctx, c, key_a);
   auto a2 = spawn_in_lane(ctx, c, key_a);
@@ -300,6 +314,7 @@ TEST_F(lanes_test, ADefaultPerKeyCapAboveTheQueueDepthIsTheQueueDepth) {
   o.queue_depth = 3;
   EXPECT_TRUE(o.validate().has_value()) << "a small queue-depth needs no queue-per-key of its own";
   controller c(o, budget);
+  drain_at_exit drain{*this, c};
   auto holder = spawn_acquire(ctx, c);
   auto a1 = spawn_in_lane(ctx, c, key_a);
   auto a2 = spawn_in_lane(ctx, c, key_a);
@@ -308,6 +323,4 @@ TEST_F(lanes_test, ADefaultPerKeyCapAboveTheQueueDepthIsTheQueueDepth) {
   poll();
   EXPECT_EQ(c.queued(), 3u);
   EXPECT_EQ(a4->refusal().why, refusal::queue_full);
-  c.set_draining(true);
-  poll();
 }
