@@ -480,10 +480,12 @@ std::optional<permit> controller::grant_now(std::uint64_t reserve_bytes, const v
   return make_permit(std::move(*granted), now);
 }
 
-std::optional<permit> controller::try_admit_now(std::uint64_t reserve_bytes, queue_lane lane) {
+// The lane plays no part: a grant here needs an empty queue, and a request not granted here is not
+// refused either (acquire() decides, with its lane).
+std::optional<permit> controller::try_admit_now(std::uint64_t reserve_bytes, queue_lane /*lane*/) {
   if (draining() || budget_.over_shed_threshold() || reserve_bytes > budget_.budget()) return std::nullopt;
   wait_state room = wait_state::waiting;
-  return grant_now(reserve_bytes, lane.id, room);
+  return grant_now(reserve_bytes, nullptr, room);
 }
 
 task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw,

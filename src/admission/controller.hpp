@@ -49,8 +49,8 @@ struct queue_lane {
 class admission_queue;
 
 // One admitted request: a concurrency slot plus `reserved_bytes()` of the memory budget. Its
-// destructor (or reset()) gives both back and hands the slot to the oldest waiter, however the
-// request ends. Movable, not copyable; may be destroyed on any thread.
+// destructor (or reset()) gives both back and hands the slot to the next waiter in turn, however
+// the request ends. Movable, not copyable; may be destroyed on any thread.
 class permit {
  public:
   using time_point = std::chrono::steady_clock::time_point;
