@@ -136,6 +136,7 @@ result<void> client_keys::add_line(client_keys& out, std::string_view line, std:
 void client_keys::add_entry(std::unique_ptr<detail::key_entry> e) {
   const auto now = now_();
   e->index = keys_.size();
+  if (e->identity == nullptr) e->identity = e.get();
   if (e->rpm != 0) e->requests.emplace(e->rpm, now);
   if (e->tpm != 0) e->tokens.emplace(e->tpm, now);
   keys_.push_back(std::move(e));
@@ -152,6 +153,7 @@ client_keys client_keys::divided(std::uint64_t n) const {
     e->max_streams = share(k->max_streams);
     e->rpm = share(k->rpm);
     e->tpm = share(k->tpm);
+    e->identity = k->identity;
     out.add_entry(std::move(e));
   }
   return out;

@@ -48,6 +48,7 @@ struct key_entry {
   std::array<unsigned char, 32> digest{};  // SHA-256 of the key; the key itself is not kept
   std::string name;                        // safe to log: from the file, or "key-<line>"
   std::size_t index = 0;                   // position in the file's keys (the same in every copy)
+  const void* identity = nullptr;          // the loaded file's entry, also for a divided() copy's
   std::uint64_t max_streams = 0;           // 0 = no per-key cap
   std::uint64_t rpm = 0;                   // 0 = no per-key rate
   std::uint64_t tpm = 0;                   // 0 = no per-key token rate
@@ -77,6 +78,9 @@ class key_handle {
   std::uint64_t tpm() const { return entry_->tpm; }
   std::size_t index() const { return entry_->index; }
   std::uint64_t in_use() const { return entry_->in_use.load(std::memory_order_relaxed); }
+  // The key's identity, the same for every handle and permit of the key while client_keys lives
+  // (its admission queue lane); null for an empty handle.
+  const void* identity() const noexcept { return entry_ ? entry_->identity : nullptr; }
   explicit operator bool() const noexcept { return entry_ != nullptr; }
 
  private:
@@ -102,6 +106,9 @@ class key_permit {
   ~key_permit() { reset(); }
 
   explicit operator bool() const noexcept { return entry_ != nullptr; }
+  // The key's identity, as key_handle::identity() (the request's queue lane), whichever copy of
+  // the keys (shared, or this replica's share) admitted it; null once reset.
+  const void* identity() const noexcept { return entry_ ? entry_->identity : nullptr; }
   // Gives the stream back now (and settles its tokens).
   void reset() noexcept;
   // The tokens the request used, once known: the end settles the reservation to this (a refund

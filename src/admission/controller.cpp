@@ -1,6 +1,7 @@
 #include "admission/controller.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 
@@ -22,6 +23,9 @@ constexpr auto initial_hold_estimate = std::chrono::seconds(10);
 constexpr double hold_alpha = 0.1;
 constexpr std::int64_t min_retry_s = 1;
 constexpr std::int64_t max_retry_s = 60;
+// Buckets of the lane index: enough for one lane per client key of any sensible keys file (lanes
+// beyond that share chains; there are never more lanes than queue_depth).
+constexpr std::size_t max_lane_buckets = 4096;
 
 }  // namespace
 
@@ -32,6 +36,7 @@ std::string_view to_string(refusal r) noexcept {
     case refusal::memory: return "memory";
     case refusal::draining: return "draining";
     case refusal::cancelled: return "cancelled";
+    case refusal::key_queue_full: return "key_queue_full";
   }
   return "queue_full";
 }
@@ -58,7 +63,22 @@ void permit::reset() noexcept {
   std::exchange(owner_, nullptr)->release(granted_at_);
 }
 
-// ---- waiter -----------------------------------------------------------------------------------
+// ---- lane and waiter --------------------------------------------------------------------------
+
+// The waiters of one queue_lane, oldest first, while it has any. Its storage is inside one of its
+// own waiters (`host`), so opening a lane allocates nothing under the lock; when the host leaves
+// before the others, the lane moves into another waiter's storage (move_lane_locked). All of it is
+// under the controller's mu_.
+struct controller::lane {
+  const void* id = nullptr;
+  waiter* head = nullptr;  // oldest
+  waiter* tail = nullptr;
+  std::uint64_t count = 0;
+  lane* prev = nullptr;  // the ring of lanes with waiters, in serving order
+  lane* next = nullptr;
+  lane* chain = nullptr;  // the next lane in the same index bucket
+  waiter* host = nullptr;
+};
 
 // One queued acquire(). Shared ownership: the queue (queue_ref) while queued, then the posted
 // completion. Timer and cancellation hooks hold weak references, so they never keep it alive.
@@ -78,8 +98,9 @@ struct controller::waiter {
   };
   using handler_type = std::unique_ptr<handler_base>;
 
-  waiter(controller& c, std::uint64_t b, const net::any_io_executor& e, handler_type h)
+  waiter(controller& c, std::uint64_t b, const void* l, const net::any_io_executor& e, handler_type h)
       : owner(&c),
+        lane_id(l),
         bytes(b),
         ex(e),
         work(net::prefer(e, net::execution::outstanding_work.tracked)),
@@ -99,11 +120,13 @@ struct controller::waiter {
   void finish();
 
   controller* owner;
-  // Queue links and the wake list; under owner->mu_ while queued.
+  const void* lane_id;
+  // Links in its lane and the wake list; under owner->mu_ while queued.
   waiter* prev = nullptr;
   waiter* next = nullptr;
   waiter* wake_next = nullptr;
   std::shared_ptr<waiter> queue_ref;
+  lane lane_storage;  // its lane's state while this waiter is that lane's host
 
   std::uint64_t bytes;
   wait_state st = wait_state::waiting;
@@ -138,6 +161,7 @@ void controller::waiter::finish() {
     case wait_state::cancelled: result = owner->make_refusal(refusal::cancelled, 0); break;
     case wait_state::drained: result = owner->make_refusal(refusal::draining, 0); break;
     case wait_state::full: result = owner->make_refusal(refusal::queue_full, owner->queue_depth_ + 1); break;
+    case wait_state::key_full: result = owner->make_refusal(refusal::key_queue_full, owner->lanes()); break;
     case wait_state::waiting: assert(false && "finish() on a waiter still in the queue"); break;
   }
   auto h = std::move(handler);
@@ -150,14 +174,16 @@ void controller::waiter::finish() {
 controller::controller(const options& opts, memory_budget& budget, now_fn now)
     : max_streams_(std::max<std::uint64_t>(opts.max_streams, 1)),
       queue_depth_(opts.queue_depth),
+      queue_per_key_(opts.queue_per_key),
       queue_timeout_(opts.queue_timeout),
       budget_(budget),
       now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
+      buckets_(std::bit_ceil(std::clamp<std::uint64_t>(opts.queue_depth, 1, max_lane_buckets)), nullptr),
       mean_hold_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(initial_hold_estimate).count()) {}
 
 controller::~controller() {
   // Permits and waiters point at us: the owner drains and lets them finish first.
-  assert(head_ == nullptr);
+  assert(cursor_ == nullptr);
   assert(in_use_.load() == 0);
 }
 
@@ -177,42 +203,127 @@ refused controller::make_refusal(refusal why, std::uint64_t position) {
 }
 
 std::optional<memory_budget::reservation> controller::try_grant_locked(std::uint64_t bytes) {
-  // Only when nobody is queued: a newcomer must not overtake the waiters (FIFO).
-  if (head_ != nullptr || in_use_.load(std::memory_order_relaxed) >= max_streams_) return std::nullopt;
+  // Only when nobody is queued, in any lane: a newcomer must not overtake the waiters.
+  if (cursor_ != nullptr || in_use_.load(std::memory_order_relaxed) >= max_streams_) return std::nullopt;
   auto r = budget_.try_reserve(bytes);
   if (!r) return std::nullopt;
   in_use_.fetch_add(1, std::memory_order_relaxed);
   return r;
 }
 
+controller::wait_state controller::room_locked(const void* id) const noexcept {
+  // The anonymous lane has no cap of its own: without keys, the queue is today's one FIFO.
+  if (id != nullptr && queue_per_key_ != 0) {
+    if (const lane* l = find_lane_locked(id); l != nullptr && l->count >= queue_per_key_) return wait_state::key_full;
+  }
+  if (queued_.load(std::memory_order_relaxed) >= queue_depth_) return wait_state::full;
+  return wait_state::waiting;
+}
+
+std::size_t controller::bucket_of(const void* id) const noexcept {
+  // Addresses are aligned: mix the high bits down before masking (Fibonacci hashing).
+  auto x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(id));
+  x = (x ^ (x >> 29)) * 0x9E3779B97F4A7C15ull;
+  return static_cast<std::size_t>(x >> 32) & (buckets_.size() - 1);
+}
+
+controller::lane* controller::find_lane_locked(const void* id) const noexcept {
+  lane* l = buckets_[bucket_of(id)];
+  while (l != nullptr && l->id != id) l = l->chain;
+  return l;
+}
+
 void controller::link_locked(waiter* w) {
-  w->prev = tail_;
+  lane* l = find_lane_locked(w->lane_id);
+  if (l == nullptr) {
+    l = &w->lane_storage;
+    *l = lane{};
+    l->id = w->lane_id;
+    l->host = w;
+    lane*& bucket = buckets_[bucket_of(l->id)];
+    l->chain = bucket;
+    bucket = l;
+    // At the ring's end, just before the cursor: every lane already waiting is served first.
+    if (cursor_ == nullptr) {
+      l->prev = l->next = l;
+      cursor_ = l;
+    } else {
+      l->next = cursor_;
+      l->prev = cursor_->prev;
+      cursor_->prev->next = l;
+      cursor_->prev = l;
+    }
+    lanes_.fetch_add(1, std::memory_order_relaxed);
+  }
+  w->prev = l->tail;
   w->next = nullptr;
-  if (tail_ != nullptr) tail_->next = w;
-  else head_ = w;
-  tail_ = w;
+  if (l->tail != nullptr) l->tail->next = w;
+  else l->head = w;
+  l->tail = w;
+  ++l->count;
   queued_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void controller::unlink_locked(waiter* w) {
+void controller::unlink_locked(lane* l, waiter* w) {
+  assert(l != nullptr && l->id == w->lane_id);
   if (w->prev != nullptr) w->prev->next = w->next;
-  else head_ = w->next;
+  else l->head = w->next;
   if (w->next != nullptr) w->next->prev = w->prev;
-  else tail_ = w->prev;
+  else l->tail = w->prev;
   w->prev = w->next = nullptr;
+  --l->count;
   queued_.fetch_sub(1, std::memory_order_relaxed);
+  if (l->count == 0) remove_lane_locked(l);
+  else if (l->host == w) move_lane_locked(l, l->head);
+}
+
+void controller::remove_lane_locked(lane* l) {
+  if (l->next == l) {
+    cursor_ = nullptr;
+  } else {
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    if (cursor_ == l) cursor_ = l->next;
+  }
+  lane** p = &buckets_[bucket_of(l->id)];
+  while (*p != l) p = &(*p)->chain;
+  *p = l->chain;
+  *l = lane{};
+  lanes_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void controller::move_lane_locked(lane* from, waiter* to) {
+  // `to` is in this lane and not its host, so its storage is free. Everything that points at the
+  // lane (its ring neighbours, the cursor, its index bucket) is repointed: O(1), the waiters keep
+  // only the lane's id.
+  lane* l = &to->lane_storage;
+  *l = *from;
+  l->host = to;
+  if (from->next == from) {
+    l->prev = l->next = l;
+  } else {
+    l->prev->next = l;
+    l->next->prev = l;
+  }
+  if (cursor_ == from) cursor_ = l;
+  lane** p = &buckets_[bucket_of(l->id)];
+  while (*p != from) p = &(*p)->chain;
+  *p = l;
+  *from = lane{};
 }
 
 controller::waiter* controller::grant_waiters_locked(clock::time_point now) {
   waiter* list = nullptr;
   waiter** tail = &list;
-  while (head_ != nullptr && in_use_.load(std::memory_order_relaxed) < max_streams_) {
-    // Strict FIFO: if the oldest waiter's bytes do not fit, later (maybe smaller) ones wait too,
-    // so a large request cannot be starved by a stream of small ones.
-    auto r = budget_.try_reserve(head_->bytes);
+  while (cursor_ != nullptr && in_use_.load(std::memory_order_relaxed) < max_streams_) {
+    // The oldest waiter of the lane whose turn it is. If its bytes do not fit, everyone waits
+    // (the cursor stays on its lane), so a large request cannot be starved by small ones.
+    lane* l = cursor_;
+    waiter* w = l->head;
+    auto r = budget_.try_reserve(w->bytes);
     if (!r) break;
-    waiter* w = head_;
-    unlink_locked(w);
+    cursor_ = l->next;  // the next lane's turn; fixed up by unlink_locked if `l` empties or moves
+    unlink_locked(l, w);
     w->st = wait_state::granted;
     w->reservation = std::move(*r);
     w->granted_at = now;
@@ -264,9 +375,9 @@ void controller::set_draining(bool on) {
     std::lock_guard lock(mu_);
     draining_.store(on, std::memory_order_relaxed);
     if (on) {
-      while (head_ != nullptr) {
-        waiter* w = head_;
-        unlink_locked(w);
+      while (cursor_ != nullptr) {
+        waiter* w = cursor_->head;
+        unlink_locked(cursor_, w);
         w->st = wait_state::drained;
         w->wake_next = nullptr;
         *tail = w;
@@ -283,9 +394,9 @@ void controller::withdraw(const std::shared_ptr<waiter>& w, wait_state why) {
     std::lock_guard lock(mu_);
     // Already granted or drained: that completion is on its way and wins the race.
     if (w->st != wait_state::waiting) return;
-    unlink_locked(w.get());
+    unlink_locked(find_lane_locked(w->lane_id), w.get());
     w->st = why;
-    // If `w` was the head and blocked on memory, the next waiter may fit now.
+    // If `w` was next in turn and blocked on memory, the next waiter may fit now.
     w->wake_next = grant_waiters_locked(now);
   }
   wake(w.get());
@@ -295,6 +406,7 @@ void controller::withdraw(const std::shared_ptr<waiter>& w, wait_state why) {
 struct controller::initiate_wait {
   controller* self;
   std::uint64_t bytes;
+  const void* lane_id;
   net::cancellation_slot withdraw;
   net::any_io_executor fallback;
 
@@ -303,7 +415,7 @@ struct controller::initiate_wait {
     net::any_io_executor ex = net::get_associated_executor(h, fallback);
     auto own = net::get_associated_cancellation_slot(h);
     using impl = waiter::handler_impl<std::decay_t<Handler>>;
-    auto w = std::make_shared<waiter>(*self, bytes, ex, std::make_unique<impl>(std::forward<Handler>(h)));
+    auto w = std::make_shared<waiter>(*self, bytes, lane_id, ex, std::make_unique<impl>(std::forward<Handler>(h)));
     w->own_slot = own;
     w->withdraw_slot = withdraw;
     self->enqueue(std::move(w));
@@ -325,8 +437,8 @@ void controller::enqueue(std::shared_ptr<waiter> w) {
       w->st = wait_state::granted;
       w->reservation = std::move(*r);
       w->granted_at = now;
-    } else if (queued_.load(std::memory_order_relaxed) >= queue_depth_) {
-      w->st = wait_state::full;
+    } else if (auto room = room_locked(w->lane_id); room != wait_state::waiting) {
+      w->st = room;
     } else {
       link_locked(w.get());
       w->queue_ref = w;
@@ -354,13 +466,13 @@ void controller::enqueue(std::shared_ptr<waiter> w) {
   if (w->withdraw_slot.is_connected()) w->withdraw_slot.assign(on_cancel);
 }
 
-std::optional<permit> controller::grant_now(std::uint64_t reserve_bytes, bool& full) {
+std::optional<permit> controller::grant_now(std::uint64_t reserve_bytes, const void* lane_id, wait_state& room) {
   auto now = now_();
   std::optional<memory_budget::reservation> granted;
   {
     std::lock_guard lock(mu_);
     granted = try_grant_locked(reserve_bytes);
-    full = !granted && queued_.load(std::memory_order_relaxed) >= queue_depth_;
+    room = granted ? wait_state::waiting : room_locked(lane_id);
   }
   if (!granted) return std::nullopt;
   admitted_.fetch_add(1, std::memory_order_relaxed);
@@ -368,27 +480,32 @@ std::optional<permit> controller::grant_now(std::uint64_t reserve_bytes, bool& f
   return make_permit(std::move(*granted), now);
 }
 
-std::optional<permit> controller::try_admit_now(std::uint64_t reserve_bytes) {
+// The lane plays no part: a grant here needs an empty queue, and a request not granted here is not
+// refused either (acquire() decides, with its lane).
+std::optional<permit> controller::try_admit_now(std::uint64_t reserve_bytes, queue_lane /*lane*/) {
   if (draining() || budget_.over_shed_threshold() || reserve_bytes > budget_.budget()) return std::nullopt;
-  bool full = false;
-  return grant_now(reserve_bytes, full);
+  wait_state room = wait_state::waiting;
+  return grant_now(reserve_bytes, nullptr, room);
 }
 
-task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw) {
+task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw,
+                                         queue_lane lane) {
   auto cs = co_await net::this_coro::cancellation_state;
   if (cs.cancelled() != net::cancellation_type::none) co_return make_refusal(refusal::cancelled, 0);
   if (draining()) co_return make_refusal(refusal::draining, 0);
   if (budget_.over_shed_threshold() || reserve_bytes > budget_.budget())
     co_return make_refusal(refusal::memory, queued() + 1);
 
-  // Fast path: no allocation, no suspension. Only when a slot is free and nobody waits.
-  bool full = false;
-  if (auto p = grant_now(reserve_bytes, full)) co_return std::move(*p);
-  if (full) co_return make_refusal(refusal::queue_full, queue_depth_ + 1);
+  // Fast path: no allocation, no suspension. Only when a slot is free and nobody waits. A request
+  // that could not queue anyway is refused here, before a waiter is made.
+  wait_state room = wait_state::waiting;
+  if (auto p = grant_now(reserve_bytes, lane.id, room)) co_return std::move(*p);
+  if (room == wait_state::full) co_return make_refusal(refusal::queue_full, queue_depth_ + 1);
+  if (room == wait_state::key_full) co_return make_refusal(refusal::key_queue_full, lanes());
 
   auto ex = co_await net::this_coro::executor;
   co_return co_await net::async_initiate<decltype(use_task), void(acquire_result)>(
-      initiate_wait{this, reserve_bytes, withdraw, ex}, use_task);
+      initiate_wait{this, reserve_bytes, lane.id, withdraw, ex}, use_task);
 }
 
 }  // namespace sluice::admission

@@ -1,5 +1,6 @@
 // admission::controller: the global cap on concurrent upstream requests (max_streams) with a bounded
-// FIFO wait queue; admission is an RAII permit holding one slot plus a memory reservation.
+// wait queue, served round-robin across lanes (client keys) and FIFO within a lane; admission is an
+// RAII permit holding one slot plus a memory reservation.
 // Thread-safe: acquire() from any worker thread; it completes on the caller's executor. The
 // controller must outlive every permit and waiter (drain with set_draining(true) before teardown).
 #pragma once
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <boost/asio/cancellation_signal.hpp>
 
@@ -23,8 +25,9 @@
 
 namespace sluice::admission {
 
-enum class refusal { queue_full, queue_timeout, memory, draining, cancelled };
-inline constexpr std::size_t refusal_kinds = 5;
+// key_queue_full: the request's lane (its client key) already has queue-per-key requests waiting.
+enum class refusal { queue_full, queue_timeout, memory, draining, cancelled, key_queue_full };
+inline constexpr std::size_t refusal_kinds = 6;
 // "queue_full", "queue_timeout", ...: the names of the refusals (log and metric labels).
 std::string_view to_string(refusal r) noexcept;
 
@@ -34,11 +37,20 @@ struct refused {
   std::chrono::seconds retry_after{1};  // always within 1..60
 };
 
+// The wait lane a request queues in: waiting requests are served round-robin across lanes and FIFO
+// within one, so one client cannot starve the others. `id` is an address the caller owns for as
+// long as any request of the lane may wait (the pipeline passes its client key's identity); null is
+// the one anonymous lane of every request without a key.
+struct queue_lane {
+  const void* id = nullptr;
+  friend bool operator==(queue_lane, queue_lane) = default;
+};
+
 class admission_queue;
 
 // One admitted request: a concurrency slot plus `reserved_bytes()` of the memory budget. Its
-// destructor (or reset()) gives both back and hands the slot to the oldest waiter, however the
-// request ends. Movable, not copyable; may be destroyed on any thread.
+// destructor (or reset()) gives both back and hands the slot to the next waiter in turn, however
+// the request ends. Movable, not copyable; may be destroyed on any thread.
 class permit {
  public:
   using time_point = std::chrono::steady_clock::time_point;
@@ -82,10 +94,12 @@ class admission_queue {
   virtual ~admission_queue() = default;
 
   // A permit at once when a slot is free and nothing is queued; nullopt otherwise (then acquire()).
-  virtual std::optional<permit> try_admit_now(std::uint64_t reserve_bytes) = 0;
-  // A permit, after a bounded wait if need be, or a refusal. Emitting on `withdraw` (from the
-  // caller's executor) takes a waiting request out of the queue (refused{cancelled}).
-  virtual task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {}) = 0;
+  // `lane` is the request's wait lane (its client key), should an implementation need it here.
+  virtual std::optional<permit> try_admit_now(std::uint64_t reserve_bytes, queue_lane lane = {}) = 0;
+  // A permit, after a bounded wait in `lane` if need be, or a refusal. Emitting on `withdraw` (from
+  // the caller's executor) takes a waiting request out of the queue (refused{cancelled}).
+  virtual task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {},
+                                       queue_lane lane = {}) = 0;
   // While draining, new and queued requests are refused with `draining`.
   virtual void set_draining(bool on) = 0;
   virtual std::uint64_t queued() const noexcept = 0;
@@ -102,7 +116,11 @@ class admission_queue {
   virtual void release(permit::time_point granted_at) noexcept = 0;
 };
 
-// The local admission queue: this process's slots and FIFO wait queue.
+// The local admission queue: this process's slots and its wait queue. Waiters are kept in lanes, one
+// per queue_lane with somebody waiting (a lane exists only while it has waiters, so there are at
+// most queue_depth of them); lanes with waiters form a ring, and each grant goes to the oldest
+// waiter of the lane at the ring's cursor, then the cursor moves on. A lane new to the ring joins at
+// its end (served after every lane already waiting). With one lane (no keys) this is plain FIFO.
 class controller final : public admission_queue {
  public:
   using clock = std::chrono::steady_clock;
@@ -116,8 +134,10 @@ class controller final : public admission_queue {
   ~controller();
 
   // Admits at once when a slot is free, nobody is queued and `reserve_bytes` fit the memory
-  // budget; otherwise waits in FIFO order for up to queue_timeout, or is refused at once when the
-  // queue is full, RSS is over the shed threshold, the bytes can never fit, or we are draining.
+  // budget; otherwise waits in `lane` (round-robin across lanes, FIFO within one) for up to
+  // queue_timeout, or is refused at once when the queue is full, the lane already has
+  // queue_per_key waiters (key_queue_full; never for the anonymous lane), RSS is over the shed
+  // threshold, the bytes can never fit, or we are draining.
   //
   // Completes on the caller's executor (one thread per io_context, or a strand). Withdrawing:
   //  - cancel the awaiting coroutine (its cancellation slot; e.g. `co_await (acquire(n) ||
@@ -127,16 +147,22 @@ class controller final : public admission_queue {
   //    caller's executor), with the same effect.
   // A grant that races with a timeout or a cancellation wins: the caller then gets a permit, and
   // dropping it passes the slot on, so a slot is never lost.
-  task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {}) override;
+  task<acquire_result> acquire(std::uint64_t reserve_bytes, net::cancellation_slot withdraw = {},
+                               queue_lane lane = {}) override;
   // acquire()'s fast path alone, without a coroutine: a permit when a slot is free, nobody is
-  // queued and the bytes fit; nullopt otherwise (then call acquire(), which queues or refuses).
-  // Lets a caller skip setting up a wait (and a race with its client) in the common case.
-  std::optional<permit> try_admit_now(std::uint64_t reserve_bytes) override;
+  // queued (in any lane) and the bytes fit; nullopt otherwise (then call acquire(), which queues or
+  // refuses). Lets a caller skip setting up a wait (and a race with its client) in the common case.
+  // `lane` plays no part here: with nobody queued, no lane has waiters. Allocates nothing.
+  std::optional<permit> try_admit_now(std::uint64_t reserve_bytes, queue_lane lane = {}) override;
 
   std::uint64_t in_use() const noexcept override { return in_use_.load(std::memory_order_relaxed); }
   std::uint64_t queued() const noexcept override { return queued_.load(std::memory_order_relaxed); }
   std::uint64_t max_streams() const noexcept override { return max_streams_; }
   std::uint64_t queue_depth() const noexcept { return queue_depth_; }
+  // Most waiters one keyed lane may have; 0 = no cap but queue_depth. The anonymous lane has none.
+  std::uint64_t queue_per_key() const noexcept { return queue_per_key_; }
+  // Lanes with somebody waiting now (the gauge sluice_queue_lanes).
+  std::uint64_t lanes() const noexcept { return lanes_.load(std::memory_order_relaxed); }
 
   // While draining, new requests are refused with `draining`, and so is everyone already queued.
   void set_draining(bool on) override;
@@ -157,21 +183,35 @@ class controller final : public admission_queue {
  private:
   struct waiter;
   friend struct waiter;
+  struct lane;
   struct initiate_wait;
   // How a wait ended; written under mu_ by whoever takes the waiter out of the queue.
-  enum class wait_state : unsigned char { waiting, granted, timed_out, cancelled, drained, full };
+  enum class wait_state : unsigned char { waiting, granted, timed_out, cancelled, drained, full, key_full };
 
   void release(permit::time_point granted_at) noexcept override;
   void note_hold_time_locked(duration held) noexcept;
   refused make_refusal(refusal why, std::uint64_t position);
   // Admission decision for a request that is not queued yet; called under mu_.
   std::optional<memory_budget::reservation> try_grant_locked(std::uint64_t bytes);
-  // The grant without waiting (takes the lock); `full` says the queue is full as well.
-  std::optional<permit> grant_now(std::uint64_t reserve_bytes, bool& full);
-  // Hands free slots to waiters from the head of the queue; returns them as a list to wake.
+  // Whether a request of lane `id` that cannot be granted now may queue (waiting), or is refused
+  // at once (full, key_full); called under mu_.
+  wait_state room_locked(const void* id) const noexcept;
+  // The grant without waiting (takes the lock); when there is none, `room` says whether the
+  // request may queue (room_locked).
+  std::optional<permit> grant_now(std::uint64_t reserve_bytes, const void* lane_id, wait_state& room);
+  // Hands free slots to waiters, lane after lane from the ring's cursor; returns them as a list to
+  // wake.
   waiter* grant_waiters_locked(clock::time_point now);
+  // The lane index: the lanes with waiters by id (a chained hash over buckets_).
+  std::size_t bucket_of(const void* id) const noexcept;
+  lane* find_lane_locked(const void* id) const noexcept;
+  // Appends `w` to its lane, opening the lane (in w's own storage, at the ring's end) if need be.
   void link_locked(waiter* w);
-  void unlink_locked(waiter* w);
+  // Takes `w` out of its lane `l`: an emptied lane leaves the ring and the index; a lane kept in
+  // w's storage moves into the storage of a waiter still in it.
+  void unlink_locked(lane* l, waiter* w);
+  void remove_lane_locked(lane* l);
+  void move_lane_locked(lane* from, waiter* to);
   // Posts each listed waiter's completion to its executor (outside the lock).
   static void wake(waiter* list);
   void enqueue(std::shared_ptr<waiter> w);
@@ -180,17 +220,20 @@ class controller final : public admission_queue {
 
   const std::uint64_t max_streams_;
   const std::uint64_t queue_depth_;
+  const std::uint64_t queue_per_key_;
   const duration queue_timeout_;
   memory_budget& budget_;
   now_fn now_;
 
-  // The only global shared state on the request path. mu_ guards the queue links and makes each
-  // grant decision atomic with the queue; the atomics let observers read without the lock.
+  // The only global shared state on the request path. mu_ guards the lanes (their waiter lists,
+  // their ring and the index) and makes each grant decision atomic with the queue; the atomics let
+  // observers read without the lock.
   std::mutex mu_;
-  waiter* head_ = nullptr;
-  waiter* tail_ = nullptr;
+  lane* cursor_ = nullptr;      // the lane served next; null when nobody waits
+  std::vector<lane*> buckets_;  // the lane index; a power of two in size, allocated once
   std::atomic<std::uint64_t> in_use_{0};
   std::atomic<std::uint64_t> queued_{0};
+  std::atomic<std::uint64_t> lanes_{0};
   std::atomic<bool> draining_{false};
   std::atomic<std::int64_t> mean_hold_ns_;
   bool hold_seeded_ = false;  // under mu_: the first release replaces the 10s prior outright

@@ -7,6 +7,8 @@ admission_metrics::admission_metrics(controller& c, const memory_budget& b)
                              obs::latency_buckets)) {
   scraped("sluice_queue_depth", "Requests waiting in the admission queue.", {},
           [&c] { return static_cast<double>(c.queued()); });
+  scraped("sluice_queue_lanes", "Client keys (lanes) with requests waiting in the admission queue.", {},
+          [&c] { return static_cast<double>(c.lanes()); });
   scraped("sluice_max_streams", "The configured cap on concurrent streams (--max-streams).", {},
           [&c] { return static_cast<double>(c.max_streams()); });
   scraped("sluice_memory_budget_bytes", "The configured memory budget for request and stream buffers.", {},

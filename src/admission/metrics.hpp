@@ -1,7 +1,8 @@
-// admission_metrics: the admission component's own metrics: the wait queue (depth, wait time), the
-// concurrency cap and the memory budget with its current use. Depth, cap and memory are read from
-// the controller and the budget at scrape time; the wait histogram is fed by the controller as it
-// admits (its on_admitted observer). Both must outlive this struct; thread-safe like its parts.
+// admission_metrics: the admission component's own metrics: the wait queue (depth, lanes, wait
+// time), the concurrency cap and the memory budget with its current use. Depth, lanes, cap and
+// memory are read from the controller and the budget at scrape time; the wait histogram is fed by
+// the controller as it admits (its on_admitted observer). Both must outlive this struct;
+// thread-safe like its parts.
 #pragma once
 
 #include "admission/controller.hpp"

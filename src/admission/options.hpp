@@ -18,6 +18,13 @@ struct options {
   std::uint64_t max_streams = 256;
   // Requests allowed to wait for a slot; beyond this they are refused at once (503 queue_full).
   std::uint64_t queue_depth = 1024;
+  // Requests of one client key allowed to wait at once; beyond this that key's requests are
+  // refused at once (503 key_queue_full) while others still queue. 0 = no per-key cap. Requests
+  // without a key share one lane that has no cap of its own. A default above queue_depth is cut to
+  // it (the defaults keep a quarter of the default queue); a value given above it is an error.
+  std::uint64_t queue_per_key = 256;
+  // Whether queue-per-key was given (config file or flag) rather than left at its default.
+  bool queue_per_key_given = false;
   // Longest a request waits in the queue before it is refused (503 queue_timeout).
   duration queue_timeout = std::chrono::seconds(10);
   // Memory budget in bytes; 0 = the cgroup limit, else physical memory.
@@ -37,7 +44,8 @@ struct options {
 
   // Registers every field above under its kebab-case name (--max-streams, max-streams: ...).
   void register_options(config::option_table& table);
-  // Cross-field checks (thresholds in range, ready <= shed, non-zero cap and interval).
+  // Cross-field checks (thresholds in range, ready <= shed, non-zero cap and interval, a given
+  // queue-per-key <= queue-depth).
   result<void> validate() const;
 };
 

@@ -82,6 +82,8 @@ std::string_view to_string(reject_reason r) noexcept {
       return "too_many_headers";
     case reject_reason::limits_unavailable:
       return "limits_unavailable";
+    case reject_reason::key_queue_full:
+      return "key_queue_full";
   }
   return "bad_request";
 }

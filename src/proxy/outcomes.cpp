@@ -59,6 +59,7 @@ bool should_retry_value(unsigned status, const error* e) noexcept {
 obs::reject_reason reject_reason_of(admission::refusal r) noexcept {
   switch (r) {
     case admission::refusal::queue_full: return obs::reject_reason::queue_full;
+    case admission::refusal::key_queue_full: return obs::reject_reason::key_queue_full;
     case admission::refusal::queue_timeout: return obs::reject_reason::queue_timeout;
     case admission::refusal::memory: return obs::reject_reason::memory;
     case admission::refusal::draining: return obs::reject_reason::draining;
@@ -71,6 +72,10 @@ error admission_error(admission::refusal r) {
   switch (r) {
     case admission::refusal::queue_full:
       return error::make(errc::overloaded, "The gateway is at capacity and its queue is full; retry later.");
+    case admission::refusal::key_queue_full:
+      return error::make(errc::overloaded,
+                         "The gateway is at capacity and this key already has its share of the queue waiting; "
+                         "retry later.");
     case admission::refusal::queue_timeout:
       return error::make(errc::overloaded, "The gateway is at capacity; the request waited too long in the queue.");
     case admission::refusal::memory:

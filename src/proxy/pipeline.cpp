@@ -221,12 +221,14 @@ task<bool> pipeline::admit(request_context& ctx, admission_ticket& t) {
   auto& svc = cfg_.svc;
   const auto reserve = svc.admission_opts.per_stream_reservation;
   const auto start = runtime::steady::now();
-  // A free slot (the common case) is taken at once, without a wait; otherwise the request queues,
-  // cancelled by the client's watch if the client leaves.
+  // A free slot (the common case) is taken at once, without a wait; otherwise the request queues
+  // in its client key's lane (no key: the anonymous lane), cancelled by the client's watch if the
+  // client leaves.
+  const admission::queue_lane lane{t.key ? t.key->identity() : nullptr};
   admission::acquire_result got;
-  if (auto now = svc.admission.try_admit_now(reserve)) got = std::move(*now);
+  if (auto now = svc.admission.try_admit_now(reserve, lane)) got = std::move(*now);
   else if (ctx.cancel.cancelled()) got = admission::refused{admission::refusal::cancelled};
-  else got = co_await svc.admission.acquire(reserve, ctx.cancel.slot());  // no co_await in a ?: (GCC 12)
+  else got = co_await svc.admission.acquire(reserve, ctx.cancel.slot(), lane);  // no co_await in a ?: (GCC 12)
   const double took_s = seconds_since(start);
   svc.requests.overhead_seconds(obs::stage::queue).observe(took_s);
   ctx.overhead_seconds += took_s;

@@ -304,4 +304,24 @@ TEST(ClientKeys, DividedSharesEveryLimitRoundedUpAndKeepsNamesAndOrder) {
   EXPECT_TRUE(std::holds_alternative<key_permit>(p2));
   EXPECT_TRUE(std::holds_alternative<rate_refusal>(third.decide(a, 1)));
   EXPECT_EQ(keys.at(0).in_use(), 0u);
+  // A request admitted by the share waits in the same queue lane as one admitted by the whole.
+  EXPECT_EQ(a.identity(), keys.authenticate("sk-a")->identity());
+  EXPECT_EQ(std::get<key_permit>(p1).identity(), keys.at(0).identity());
+}
+
+TEST(ClientKeys, IdentityIsTheKeysOwnForItsHandlesAndPermits) {
+  manual_clock clock;
+  auto keys = load(clock);
+  auto alpha = keys.authenticate("sk-alpha-0123456789").value();
+  auto alpha_again = keys.authenticate_header("Bearer sk-alpha-0123456789").value();
+  auto beta = keys.authenticate("sk-beta-xyz").value();
+  EXPECT_NE(alpha.identity(), nullptr);
+  EXPECT_EQ(alpha.identity(), alpha_again.identity());
+  EXPECT_NE(alpha.identity(), beta.identity());
+  EXPECT_EQ(key_handle{}.identity(), nullptr);
+  auto r = keys.decide(alpha, 0);
+  key_permit p = std::move(std::get<key_permit>(r));
+  EXPECT_EQ(p.identity(), alpha.identity());  // the lane the pipeline queues this request in
+  p.reset();
+  EXPECT_EQ(p.identity(), nullptr);
 }

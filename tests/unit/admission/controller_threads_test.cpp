@@ -1,6 +1,7 @@
 // Cross-thread controller tests: four io_contexts on four threads hammer one controller, the way the
-// worker pool does. Checked at every grant: the cap holds, the completion runs on the waiter's own
-// thread; at the end every slot and byte is back and nobody is left in the queue.
+// worker pool does, in the anonymous lane or spread over a few client keys' lanes. Checked at every
+// grant: the cap holds, the completion runs on the waiter's own thread; at the end every slot and
+// byte is back and nobody (and no lane) is left in the queue.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -34,11 +35,21 @@ struct stress {
   std::atomic<std::uint64_t> admitted{0};
   std::atomic<std::uint64_t> timed_out{0};
   std::atomic<std::uint64_t> cancelled{0};
+  std::atomic<std::uint64_t> key_full{0};
   std::atomic<std::uint64_t> other{0};
   std::atomic<std::uint64_t> max_seen{0};
   // Permits the workers hold right now: counted up after a grant, down before the release.
   std::atomic<std::uint64_t> live{0};
   std::atomic<std::uint64_t> max_live{0};
+  // With keyed_lanes > 0 each acquire picks one of that many client keys' lanes at random;
+  // otherwise every request is in the anonymous lane.
+  int keyed_lanes = 0;
+  char lane_ids[4] = {};
+
+  queue_lane lane_for(std::mt19937& rng) {
+    if (keyed_lanes == 0) return {};
+    return {&lane_ids[rng() % static_cast<unsigned>(keyed_lanes)]};
+  }
 
   void on_grant() {
     auto u = c->in_use();
@@ -64,7 +75,7 @@ task<void> yield_n(unsigned n) {
 task<void> holder(stress* s, const std::thread::id* home, unsigned seed) {
   std::mt19937 rng(seed);
   for (int i = 0; i < iterations; ++i) {
-    auto r = co_await s->c->acquire(1);
+    auto r = co_await s->c->acquire(1, {}, s->lane_for(rng));
     if (std::this_thread::get_id() != *home) s->wrong_thread.fetch_add(1);
     if (std::holds_alternative<permit>(r)) {
       s->on_grant();
@@ -72,6 +83,8 @@ task<void> holder(stress* s, const std::thread::id* home, unsigned seed) {
       s->live.fetch_sub(1);
     } else if (std::get<refused>(r).why == refusal::queue_timeout) {
       s->timed_out.fetch_add(1);
+    } else if (std::get<refused>(r).why == refusal::key_queue_full) {
+      s->key_full.fetch_add(1);
     } else {
       s->other.fetch_add(1);
     }
@@ -85,7 +98,8 @@ task<void> impatient(stress* s, const std::thread::id* home, unsigned seed) {
   std::mt19937 rng(seed);
   for (int i = 0; i < iterations; ++i) {
     // awaitable_operators flattens the nested variant: permit, refused, or monostate (gone won).
-    auto r = co_await (s->c->acquire(1) || yield_n(rng() % 8));
+    const queue_lane lane = s->lane_for(rng);
+    auto r = co_await (s->c->acquire(1, {}, lane) || yield_n(rng() % 8));
     if (std::this_thread::get_id() != *home) s->wrong_thread.fetch_add(1);
     if (r.index() == 2) {
       s->cancelled.fetch_add(1);
@@ -97,6 +111,8 @@ task<void> impatient(stress* s, const std::thread::id* home, unsigned seed) {
       s->timed_out.fetch_add(1);
     } else if (std::get<1>(r).why == refusal::cancelled) {
       s->cancelled.fetch_add(1);
+    } else if (std::get<1>(r).why == refusal::key_queue_full) {
+      s->key_full.fetch_add(1);
     } else {
       s->other.fetch_add(1);
     }
@@ -198,5 +214,64 @@ TEST(ControllerThreads, GrantsRacingTimeoutsAndCancellationsLoseNothing) {
   EXPECT_GT(s.cancelled.load(), 0u);
   EXPECT_EQ(c.in_use(), 0u);
   EXPECT_EQ(c.queued(), 0u);
+  EXPECT_EQ(budget.reserved(), 0u);
+}
+
+TEST(ControllerThreads, LanesKeepTheCapAndLoseNothing) {
+  // 32 workers over 3 keys' lanes with room for 6 waiters each: grants rotate across lanes, lanes
+  // open, empty and move between their waiters' storage on every thread, and some requests find
+  // their key's share of the queue taken.
+  memory_budget budget(std::uint64_t{1} << 40, 0.9, 0.8, [] { return std::size_t{0}; });
+  options o;
+  o.max_streams = 5;
+  o.queue_depth = threads * workers_per_thread;
+  o.queue_per_key = 6;
+  o.queue_timeout = 1h;
+  controller c(o, budget);
+  stress s;
+  s.c = &c;
+  s.budget = &budget;
+  s.max_reserved = 5;
+  s.keyed_lanes = 3;
+  run_stress(s, holder);
+  auto total = static_cast<std::uint64_t>(threads * workers_per_thread * iterations);
+  EXPECT_EQ(s.admitted.load() + s.key_full.load(), total);
+  EXPECT_EQ(s.other.load(), 0u);
+  EXPECT_EQ(s.timed_out.load(), 0u);
+  EXPECT_EQ(s.over_cap.load(), 0u);
+  EXPECT_EQ(s.wrong_thread.load(), 0u);
+  EXPECT_GT(s.admitted.load(), 0u);
+  EXPECT_GT(s.key_full.load(), 0u) << "the per-key cap was reached";
+  EXPECT_EQ(c.refused_total(refusal::key_queue_full), s.key_full.load());
+  EXPECT_EQ(c.in_use(), 0u);
+  EXPECT_EQ(c.queued(), 0u);
+  EXPECT_EQ(c.lanes(), 0u);
+  EXPECT_EQ(budget.reserved(), 0u);
+}
+
+TEST(ControllerThreads, LanesWithGrantsRacingTimeoutsAndCancellationsLoseNothing) {
+  memory_budget budget(std::uint64_t{1} << 40, 0.9, 0.8, [] { return std::size_t{0}; });
+  options o;
+  o.max_streams = 3;
+  o.queue_depth = threads * workers_per_thread;
+  o.queue_per_key = 8;
+  o.queue_timeout = 50us;
+  controller c(o, budget);
+  stress s;
+  s.c = &c;
+  s.budget = &budget;
+  s.max_reserved = 3;
+  s.keyed_lanes = 4;
+  run_stress(s, impatient);
+  auto total = static_cast<std::uint64_t>(threads * workers_per_thread * iterations);
+  EXPECT_EQ(s.admitted.load() + s.timed_out.load() + s.cancelled.load() + s.key_full.load(), total);
+  EXPECT_EQ(s.other.load(), 0u);
+  EXPECT_EQ(s.over_cap.load(), 0u);
+  EXPECT_EQ(s.wrong_thread.load(), 0u);
+  EXPECT_GT(s.admitted.load(), 0u);
+  EXPECT_GT(s.cancelled.load(), 0u);
+  EXPECT_EQ(c.in_use(), 0u);
+  EXPECT_EQ(c.queued(), 0u);
+  EXPECT_EQ(c.lanes(), 0u);
   EXPECT_EQ(budget.reserved(), 0u);
 }

@@ -353,3 +353,36 @@ TEST(AdmissionOptions, ValidateRejectsInconsistentThresholds) {
   o.max_streams = 0;
   EXPECT_FALSE(o.validate().has_value());
 }
+
+TEST(AdmissionOptions, QueuePerKeyParsesAndAGivenOneMustFitTheQueue) {
+  options o;
+  EXPECT_EQ(o.queue_per_key, 256u);
+  o.queue_depth = 10;
+  EXPECT_TRUE(o.validate().has_value()) << "the default is cut to a smaller queue-depth, not an error";
+
+  options y;
+  config::option_table t;
+  y.register_options(t);
+  ASSERT_TRUE(t.apply_yaml_text("queue-depth: 100\nqueue-per-key: 25\n").has_value());
+  EXPECT_EQ(y.queue_per_key, 25u);
+  EXPECT_TRUE(y.validate().has_value());
+  ASSERT_TRUE(t.apply_yaml_text("queue-per-key: 0\n").has_value());  // 0 = no per-key cap
+  EXPECT_TRUE(y.validate().has_value());
+  ASSERT_TRUE(t.apply_yaml_text("queue-per-key: 101\n").has_value());
+  auto bad = y.validate();
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.err().message.find("queue-per-key"), std::string::npos);
+  EXPECT_FALSE(t.apply_yaml_text("queue-per-key: lots\n").has_value());
+
+  options f;
+  config::option_table ft;
+  f.register_options(ft);
+  CLI::App app;
+  ft.register_cli(app);
+  std::vector<std::string> args{"--queue-depth", "2", "--queue-per-key", "3"};
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  ASSERT_TRUE(ft.apply_cli().has_value());
+  EXPECT_EQ(f.queue_per_key, 3u);
+  EXPECT_FALSE(f.validate().has_value()) << "a flag above queue-depth is an error";
+}

@@ -45,8 +45,8 @@ struct outcome {
 };
 
 inline task<void> acquire_into(controller* c, std::uint64_t bytes, std::shared_ptr<outcome> out,
-                               net::cancellation_slot withdraw = {}) {
-  out->result = co_await c->acquire(bytes, withdraw);
+                               net::cancellation_slot withdraw = {}, queue_lane lane = {}) {
+  out->result = co_await c->acquire(bytes, withdraw, lane);
 }
 
 // Rethrows a spawned coroutine's exception out of io_context::run(), failing the test.
@@ -55,10 +55,15 @@ inline void rethrow(std::exception_ptr e) {
 }
 
 inline std::shared_ptr<outcome> spawn_acquire(net::io_context& ctx, controller& c, std::uint64_t bytes = 0,
-                                              net::cancellation_slot withdraw = {}) {
+                                              net::cancellation_slot withdraw = {}, queue_lane lane = {}) {
   auto out = std::make_shared<outcome>();
-  net::co_spawn(ctx, acquire_into(&c, bytes, out, withdraw), rethrow);
+  net::co_spawn(ctx, acquire_into(&c, bytes, out, withdraw, lane), rethrow);
   return out;
+}
+
+// A request of lane `lane` (a client key), with nothing else special.
+inline std::shared_ptr<outcome> spawn_in_lane(net::io_context& ctx, controller& c, queue_lane lane) {
+  return spawn_acquire(ctx, c, 0, {}, lane);
 }
 
 }  // namespace sluice::admission::testing

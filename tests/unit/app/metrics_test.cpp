@@ -111,6 +111,7 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_stream_bytes_total", "counter"},
     {"sluice_max_streams", "gauge"},
     {"sluice_queue_depth", "gauge"},
+    {"sluice_queue_lanes", "gauge"},
     {"sluice_queue_wait_seconds", "histogram"},
     {"sluice_rejections_total", "counter"},
     {"sluice_memory_budget_bytes", "gauge"},

@@ -49,3 +49,22 @@ TEST(responses_error_event, carries_the_responses_members_and_the_nested_error) 
             R"({"type":"error","code":"upstream_timeout","message":"upstream stalled","param":null,"sequence_number":17,)"
             R"("error":{"message":"upstream stalled","type":"upstream_error","param":null,"code":"upstream_timeout"}})");
 }
+
+TEST(admission_refusals, every_refusal_has_its_reason_and_a_retryable_503) {
+  using admission::refusal;
+  EXPECT_EQ(reject_reason_of(refusal::queue_full), obs::reject_reason::queue_full);
+  EXPECT_EQ(reject_reason_of(refusal::key_queue_full), obs::reject_reason::key_queue_full);
+  EXPECT_EQ(reject_reason_of(refusal::queue_timeout), obs::reject_reason::queue_timeout);
+  EXPECT_EQ(reject_reason_of(refusal::memory), obs::reject_reason::memory);
+  EXPECT_EQ(reject_reason_of(refusal::draining), obs::reject_reason::draining);
+  EXPECT_EQ(obs::to_string(obs::reject_reason::key_queue_full), "key_queue_full");
+  for (auto r : {refusal::queue_full, refusal::key_queue_full, refusal::queue_timeout, refusal::memory,
+                 refusal::draining}) {
+    const error e = admission_error(r);
+    EXPECT_EQ(http::map_error(e).status, 503u) << admission::to_string(r);
+    EXPECT_TRUE(should_retry_value(503, &e)) << admission::to_string(r);
+  }
+  // The key's own share of the queue is not a 429: the gateway is at capacity, the key is not over
+  // a limit of its own, and its message says so.
+  EXPECT_NE(admission_error(refusal::key_queue_full).message, admission_error(refusal::queue_full).message);
+}
