@@ -3,95 +3,11 @@
 #include <array>
 
 #include "observability/log.hpp"
+#include "redis/buckets.hpp"
 
 namespace sluice::admission {
 
 namespace {
-
-// Both scripts start here: Redis's clock, the key's rpm and tpm (ARGV[1], ARGV[2]) and its two
-// buckets (KEYS[1]) refilled to now. A bucket refills at its limit per minute, continuously, like
-// the local token_bucket; a missing bucket is full (it expires once it would be full anyway).
-constexpr std::string_view bucket_prelude = R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local rpm, tpm = tonumber(ARGV[1]), tonumber(ARGV[2])
-local b = redis.call('HMGET', KEYS[1], 'r', 't', 'ts')
-local since = math.max(0, now - (tonumber(b[3]) or now))
-local function level(v, limit)
-  if limit <= 0 then return 0 end
-  local l = tonumber(v)
-  if not l then return limit end
-  return math.min(limit, l + since * limit / 60000)
-end
-local r, tk = level(b[1], rpm), level(b[2], tpm)
-local function until_full(l, limit)
-  if limit <= 0 then return 0 end
-  return math.ceil((limit - l) * 60000 / limit)
-end
-local function store()
-  if rpm <= 0 and tpm <= 0 then return end
-  redis.call('HSET', KEYS[1], 'r', tostring(r), 't', tostring(tk), 'ts', now)
-  redis.call('PEXPIRE', KEYS[1], math.max(until_full(r, rpm), until_full(tk, tpm)) + 1000)
-end
-)lua";
-
-// KEYS: bucket, slots. ARGV: rpm, tpm, max_streams, token estimate, slot member, lease ms.
-// Checks every limit before charging any: a refusal charges nothing.
-constexpr std::string_view admit_body = R"lua(
-local max_streams, cost, member, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-local streams = 0
-if max_streams > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  streams = redis.call('ZCARD', KEYS[2])
-end
-local kind, wait = 0, 0
-local need = math.min(cost, tpm)
-if max_streams > 0 and streams >= max_streams then
-  kind, wait = 1, 1000
-elseif rpm > 0 and r < 1 then
-  kind, wait = 2, math.ceil((1 - r) * 60000 / rpm)
-elseif tpm > 0 and tk < need then
-  kind, wait = 3, math.ceil((need - tk) * 60000 / tpm)
-else
-  if rpm > 0 then r = r - 1 end
-  if tpm > 0 then tk = tk - cost end
-  if max_streams > 0 then
-    redis.call('ZADD', KEYS[2], now + lease, member)
-    redis.call('PEXPIRE', KEYS[2], lease * 2)
-    streams = streams + 1
-  end
-end
-store()
-return {kind, wait, math.floor(math.max(r, 0)), until_full(r, rpm), math.floor(math.max(tk, 0)), until_full(tk, tpm), streams}
-)lua";
-
-// KEYS: bucket, slots. ARGV: rpm, tpm, tokens used minus reserved (signed), slot member ('' none).
-constexpr std::string_view settle_body = R"lua(
-if ARGV[4] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
-local delta = tonumber(ARGV[3])
-if tpm > 0 and delta ~= 0 then
-  tk = math.min(tpm, tk - delta)
-  store()
-end
-return 1
-)lua";
-
-std::string percent_encoded(std::string_view name) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : name) {
-    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                       c == '_' || c == '-';
-    if (plain) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 0xf]);
-    }
-  }
-  return out;
-}
 
 std::chrono::seconds retry_seconds(std::int64_t ms) {
   return std::chrono::seconds(std::max<std::int64_t>(1, (ms + 999) / 1000));
@@ -100,22 +16,10 @@ std::chrono::seconds retry_seconds(std::int64_t ms) {
 }  // namespace
 
 std::string key_bucket_key(std::string_view prefix, std::string_view name) {
-  return std::string(prefix) + "{k:" + percent_encoded(name) + "}:b";
+  return redis::bucket_key(prefix, "k", name, "b");
 }
 std::string key_slots_key(std::string_view prefix, std::string_view name) {
-  return std::string(prefix) + "{k:" + percent_encoded(name) + "}:s";
-}
-
-std::optional<key_admit_reply> parse_key_admit(const redis::reply& r) {
-  if (r.type != redis::reply::kind::array || r.elements.size() != 7) return std::nullopt;
-  std::array<std::int64_t, 7> v{};
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    auto n = r.elements[i].as_integer();
-    if (!n) return std::nullopt;
-    v[i] = *n;
-  }
-  if (v[0] < 0 || v[0] > 3) return std::nullopt;
-  return key_admit_reply{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+  return redis::bucket_key(prefix, "k", name, "s");
 }
 
 shared_key_limits::shared_key_limits(client_keys keys, const redis::options& o, redis::availability& av,
@@ -135,8 +39,7 @@ shared_key_limits::shared_key_limits(client_keys keys, const redis::options& o, 
 shared_key_limits::~shared_key_limits() = default;
 
 std::vector<redis::script> shared_key_limits::scripts() {
-  return {redis::script::make("key_admit", std::string(bucket_prelude) + std::string(admit_body)),
-          redis::script::make("key_settle", std::string(bucket_prelude) + std::string(settle_body))};
+  return {redis::bucket_admit_script("key_admit"), redis::bucket_settle_script("key_settle")};
 }
 
 void shared_key_limits::attach(redis::client& c, std::size_t admit_index, std::size_t settle_index) {
@@ -170,8 +73,8 @@ task<key_decision> shared_key_limits::acquire(const key_handle& key, std::uint64
   const std::array<std::string_view, 2> keys{buckets_[i], slots_[i]};
   const std::array<std::string_view, 6> args{rpm, tpm, max_streams, cost, member, lease};
   redis::response r = co_await c->run(admit_, keys, args);
-  std::optional<key_admit_reply> got;
-  if (r.ok()) got = parse_key_admit(r.value);
+  std::optional<redis::bucket_reply> got;
+  if (r.ok()) got = redis::parse_bucket_admit(r.value);
   if (!got) {
     // A run that timed out may still have taken a slot: give it back when Redis answers again
     // (it would otherwise hold until its lease ran out). Its tokens stay charged: the strict side.
@@ -188,11 +91,15 @@ task<key_decision> shared_key_limits::acquire(const key_handle& key, std::uint64
                                            std::chrono::milliseconds(got->requests_reset_ms), key.tpm(),
                                            static_cast<double>(got->tokens_left),
                                            std::chrono::milliseconds(got->tokens_reset_ms));
-  switch (got->kind) {
-    case 1: co_return rate_refusal{rate_limit_kind::concurrency, retry_seconds(got->wait_ms), std::move(headers)};
-    case 2: co_return rate_refusal{rate_limit_kind::rpm, retry_seconds(got->wait_ms), std::move(headers)};
-    case 3: co_return rate_refusal{rate_limit_kind::tpm, retry_seconds(got->wait_ms), std::move(headers)};
-    default: break;
+  switch (got->verdict) {
+    case redis::bucket_verdict::admitted: break;
+    case redis::bucket_verdict::concurrency:
+      co_return rate_refusal{rate_limit_kind::concurrency, retry_seconds(got->wait_ms), std::move(headers)};
+    case redis::bucket_verdict::tokens:
+      co_return rate_refusal{rate_limit_kind::tpm, retry_seconds(got->wait_ms), std::move(headers)};
+    case redis::bucket_verdict::requests:
+    case redis::bucket_verdict::blocked:  // a key is never blocked; were it, it is out of requests
+      co_return rate_refusal{rate_limit_kind::rpm, retry_seconds(got->wait_ms), std::move(headers)};
   }
   if (id != 0) leases_.hold(slots_[i], id);
   auto& e = entry_of(key);

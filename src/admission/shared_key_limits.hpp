@@ -29,19 +29,8 @@
 
 namespace sluice::admission {
 
-// What a key_admit run answered (pure; unit-tested).
-struct key_admit_reply {
-  std::int64_t kind = 0;        // 0 admitted, 1 concurrency, 2 rpm, 3 tpm
-  std::int64_t wait_ms = 0;     // refused: until it could pass
-  std::int64_t requests_left = 0, requests_reset_ms = 0;
-  std::int64_t tokens_left = 0, tokens_reset_ms = 0;
-  std::int64_t streams = 0;     // the key's slots in use, this one included
-};
-std::optional<key_admit_reply> parse_key_admit(const redis::reply& r);
-
-// The Redis keys of one client key's buckets: "<prefix>{k:<name>}:b" (a hash: the rpm and tpm
-// levels and when they were last refilled) and "<prefix>{k:<name>}:s" (the sorted set of its
-// slots). The name is percent-encoded outside [A-Za-z0-9._-], so the hash tag is always closed.
+// The Redis keys of one client key's buckets (redis/buckets.hpp): "<prefix>{k:<name>}:b" (the
+// hash) and "<prefix>{k:<name>}:s" (the sorted set of its slots).
 std::string key_bucket_key(std::string_view prefix, std::string_view name);
 std::string key_slots_key(std::string_view prefix, std::string_view name);
 

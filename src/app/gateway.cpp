@@ -46,8 +46,16 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
       redis_tasks_("redis", report_bug),
       background_("gateway background", report_bug),
       pool_(thread_count(opts_)) {
+  routing::budget_factory budgets;  // default: each upstream's own local pacer
+  if (opts_.redis.enabled()) {
+    prepare_shared_limits();
+    budgets = [ctx = budgets_.get()](const routing::upstream_spec& s,
+                                     routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
+      return std::make_unique<routing::shared_budget>(s, now, *ctx);
+    };
+  }
   router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
-                                              std::chrono::steady_clock::now());
+                                              std::chrono::steady_clock::now(), std::move(budgets));
   bool any_tls = false;
   for (std::size_t i = 0; i < router_->size(); ++i) any_tls = any_tls || router_->at(i).target.tls;
   for (const auto& u : opts_.routing.upstreams) any_tls = any_tls || u.engine_metrics.rfind("https://", 0) == 0;
@@ -96,12 +104,20 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   }
 }
 
-void gateway::build_shared_limits() {
+void gateway::prepare_shared_limits() {
   auto settings = opts_.redis.resolve();
   if (!settings) throw std::invalid_argument(settings.err().message);
   redis_health_ = std::make_unique<redis::availability>(opts_.redis.on_failure, settings->server.to_string());
   leases_ = std::make_unique<redis::lease_keeper>(redis::lease_keeper::random_replica_name(), opts_.redis.lease);
+  budgets_ = std::make_unique<routing::shared_budget_context>(opts_.redis, *redis_health_, *leases_);
+}
+
+void gateway::build_shared_limits() {
+  auto settings = opts_.redis.resolve();
+  if (!settings) throw std::invalid_argument(settings.err().message);
   std::vector<redis::script> scripts{redis::lease_keeper::renew_script()};  // index 0
+  const std::size_t budget_scripts = scripts.size();
+  for (auto& sc : routing::shared_budget_context::scripts()) scripts.push_back(std::move(sc));
   const std::size_t key_scripts = scripts.size();
   if (keys_) {
     shared_keys_ = std::make_unique<admission::shared_key_limits>(std::move(*keys_), opts_.redis, *redis_health_, *leases_);
@@ -110,6 +126,7 @@ void gateway::build_shared_limits() {
   }
   if (settings->server.tls && !tls_) tls_ = upstream::make_tls_context();
   redis_ = std::make_unique<redis::client>(pool_, std::move(*settings), std::move(scripts), tls_.get());
+  budgets_->attach(*redis_, budget_scripts);
   if (shared_keys_) shared_keys_->attach(*redis_, key_scripts, key_scripts + 1);
   shared_metrics_ = std::make_shared<redis::shared_metrics>(*redis_health_, *leases_);
   obs::log_info("limits shared through redis",
@@ -222,6 +239,7 @@ void gateway::stop() {
   // A permit that ends after this (its session's frame destroyed with the io_contexts) leaves its
   // slot to its lease.
   if (shared_keys_) shared_keys_->detach();
+  if (budgets_) budgets_->client = nullptr;
   workers_.clear();
   monitor_.reset();
 }

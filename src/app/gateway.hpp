@@ -29,6 +29,7 @@
 #include "redis/client.hpp"
 #include "redis/leases.hpp"
 #include "routing/router.hpp"
+#include "routing/shared_budget.hpp"
 #include "schema/cache.hpp"
 #include "runtime/task_group.hpp"
 #include "runtime/worker_pool.hpp"
@@ -80,10 +81,17 @@ class gateway {
   // Registers every component's metrics struct with metrics_.
   void register_metrics();
   void log_pressure(const admission::pressure_report& r) const;
-  // --redis: the client, the lease keeper and the shared client-key limits.
+  // --redis: whether Redis decides and the lease keeper (before the router: its budgets use them).
+  void prepare_shared_limits();
+  // --redis: the client, and the shared client-key limits.
   void build_shared_limits();
 
   serve_options opts_;  // routing finished: the upstream list is final
+  // --redis (docs/scale-out.md): whether Redis decides, the slots this replica holds, and what the
+  // shared upstream budgets share (its settles are tasks: it outlives the pool's last run).
+  std::unique_ptr<redis::availability> redis_health_;
+  std::unique_ptr<redis::lease_keeper> leases_;
+  std::unique_ptr<routing::shared_budget_context> budgets_;
   std::unique_ptr<routing::router> router_;
   std::unique_ptr<schema::schema_cache> schemas_;  // before metrics_: its scrape callbacks read it
   obs::metrics_registry metrics_;
@@ -91,11 +99,8 @@ class gateway {
   std::unique_ptr<admission::controller> admission_;
   admission::stream_registry streams_;
   std::optional<admission::client_keys> keys_;  // local limits (no --redis)
-  // --redis (docs/scale-out.md): whether Redis decides, the slots this replica holds, the shared
-  // client-key limits (its settles are tasks: it outlives the pool's last run), and the tasks of
-  // the Redis connections and the lease renewals.
-  std::unique_ptr<redis::availability> redis_health_;
-  std::unique_ptr<redis::lease_keeper> leases_;
+  // --redis: the shared client-key limits (its settles are tasks: it outlives the pool's last
+  // run), and the tasks of the Redis connections and the lease renewals.
   std::unique_ptr<admission::shared_key_limits> shared_keys_;
   std::shared_ptr<redis::shared_metrics> shared_metrics_;
   runtime::task_group redis_tasks_;

@@ -130,6 +130,20 @@ task<bool> pipeline::pick_or_hold(request_context& ctx, exchange& x, attempt_sta
       co_return false;
     }
     auto pick = rt.pick(model, ctx.token_estimate, st.tried, now);
+    if (pick.picked && pick.picked.needs_confirm()) {
+      // A budget shared with the other replicas: one round trip confirms the pick for the fleet.
+      // Refused there, the request holds like any paced one (the view now knows how long).
+      auto wait = co_await pick.picked.confirm();
+      const double took_s = seconds_since(now);
+      cfg_.svc.requests.overhead_seconds(obs::stage::ratelimit).observe(took_s);
+      ctx.overhead_seconds += took_s;
+      if (wait) {
+        pick.picked = routing::lease{};
+        pick.why = routing::no_pick::busy;
+        pick.paced = true;
+        pick.retry_at = runtime::steady::now() + *wait;
+      }
+    }
     if (pick.picked) {
       x.lease = std::move(pick.picked);
       co_return true;

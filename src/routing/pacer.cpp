@@ -42,6 +42,10 @@ void pace_from(std::optional<token_bucket>& b, const std::optional<double>& rema
 
 }  // namespace
 
+task<std::optional<duration>> rate_budget::confirm(std::uint64_t, budget_ticket&) { co_return std::nullopt; }
+
+void rate_budget::release(budget_ticket&) noexcept {}
+
 pacer::pacer(std::uint64_t rpm, std::uint64_t tpm, time_point now) {
   if (rpm) requests_.emplace(rpm, now);
   if (tpm) tokens_.emplace(tpm, now);

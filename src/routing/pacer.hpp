@@ -15,6 +15,7 @@
 #include "core/token_bucket.hpp"
 #include "core/units.hpp"
 #include "routing/circuit_breaker.hpp"
+#include "runtime/asio.hpp"
 
 namespace sluice::routing {
 
@@ -36,11 +37,34 @@ struct pacer_snapshot {
   time_point blocked_until{};
 };
 
+// Where a pick's reservation lives beyond this process, when its budget is shared
+// (shared_budget.hpp): carried by the lease, settled once when the lease ends. Empty for the
+// local pacer.
+struct budget_ticket {
+  std::uint64_t slot = 0;          // the concurrency slot held in Redis (0: none)
+  bool in_redis = false;           // the request and its tokens are charged in Redis
+  bool in_share = false;           // charged to this replica's share instead (Redis could not decide)
+  bool share_slot = false;         // holds one of this replica's share of the concurrency slots
+  std::int64_t token_delta = 0;    // tokens to charge more at the end (negative: a refund)
+  std::uint64_t requests_back = 0; // requests to give back at the end (never reached the upstream)
+};
+
 // One upstream's paced budget, the seam where a budget shared by every replica (through Redis)
 // replaces the local pacer below without the router or the pipeline changing. Thread-safe.
 class rate_budget {
  public:
   virtual ~rate_budget() = default;
+
+  // --- a budget shared with other replicas; the local pacer needs none of this ---
+  // True when a pick's reservation (try_reserve, here) must be confirmed with confirm().
+  virtual bool shared() const noexcept { return false; }
+  // Confirms a reservation of one request and `tokens` with the budget every replica shares (one
+  // round trip), taking a concurrency slot when the upstream has a cap. nullopt: confirmed (the
+  // ticket says where it lives); else how long until it could be, and the reservation here has
+  // been given back. Call on a gateway worker thread.
+  virtual task<std::optional<duration>> confirm(std::uint64_t tokens, budget_ticket& t);
+  // The lease ends: whatever the ticket holds is settled in one round trip.
+  virtual void release(budget_ticket& t) noexcept;
 
   // Reserves one request and `tokens`; nullopt when reserved, else how long until it could be.
   virtual std::optional<duration> try_reserve(std::uint64_t tokens, time_point now) = 0;

@@ -34,6 +34,7 @@ lease& lease::operator=(lease&& o) noexcept {
     probe_ = o.probe_;
     reported_ = o.reported_;
     tokens_ = o.tokens_;
+    ticket_ = std::exchange(o.ticket_, budget_ticket{});
   }
   return *this;
 }
@@ -41,6 +42,7 @@ lease& lease::operator=(lease&& o) noexcept {
 lease::~lease() {
   if (!r_) return;
   auto& u = upstream();
+  u.pace->release(ticket_);
   if (probe_ && !reported_) u.breaker.release_probe();
   u.outstanding.fetch_sub(1, std::memory_order_relaxed);
   r_ = nullptr;
@@ -63,13 +65,25 @@ void lease::failed(time_point now) {
 void lease::refund(time_point now) {
   if (!r_) return;
   upstream().pace->refund(tokens_, now);
+  // A shared reservation is given back with the lease's end (one round trip).
+  ticket_.token_delta -= static_cast<std::int64_t>(tokens_);
+  ticket_.requests_back += 1;
   tokens_ = 0;
 }
 
 void lease::settle(std::uint64_t actual, time_point now) {
   if (!r_) return;
   upstream().pace->settle(tokens_, actual, now);
+  ticket_.token_delta += static_cast<std::int64_t>(actual) - static_cast<std::int64_t>(tokens_);
   tokens_ = actual;
+}
+
+bool lease::needs_confirm() const noexcept { return r_ != nullptr && upstream().pace->shared(); }
+
+task<std::optional<duration>> lease::confirm() {
+  auto wait = co_await upstream().pace->confirm(tokens_, ticket_);
+  if (wait) tokens_ = 0;  // given back by confirm()
+  co_return wait;
 }
 
 // --- router --------------------------------------------------------------------------------------

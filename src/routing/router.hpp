@@ -73,6 +73,11 @@ class lease {
   void refund(time_point now);
   // Actual token use reported by the upstream: settles the reservation.
   void settle(std::uint64_t actual_tokens, time_point now);
+  // A budget shared with other replicas must confirm this pick (one round trip) before the attempt;
+  // nullopt: confirmed (or nothing to confirm), else the wait before it could be, and this lease
+  // should be dropped (its reservation is back).
+  bool needs_confirm() const noexcept;
+  task<std::optional<duration>> confirm();
 
  private:
   friend class router;
@@ -81,6 +86,7 @@ class lease {
   bool probe_ = false;
   bool reported_ = false;
   std::uint64_t tokens_ = 0;
+  budget_ticket ticket_;  // shared budgets: where the reservation lives beyond this process
 };
 
 struct pick_result {

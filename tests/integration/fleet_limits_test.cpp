@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -252,6 +253,85 @@ TEST_F(FleetLimits, ClosedModeAnswers503WhileRedisIsDownAndRecovers) {
                 8s),
             8s);
   ::unlink(keys.c_str());
+}
+
+// Three replicas whose one upstream (the simulator, with its own limits) is configured in a file.
+struct FleetUpstream : FleetLimits {
+  std::string config;
+  void write_config(const std::string& upstream_fields, const std::string& more = "") {
+    config = temp_keys_file("upstreams:\n  - name: limited\n    url: http://127.0.0.1:" + std::to_string(sim->port()) +
+                            "\n" + upstream_fields + more);
+  }
+  void TearDown() override {
+    if (!config.empty()) ::unlink(config.c_str());
+  }
+  std::vector<std::unique_ptr<replica_proc>> replicas() {
+    std::vector<std::unique_ptr<replica_proc>> out;
+    for (int i = 0; i < 3; ++i)
+      out.push_back(std::make_unique<replica_proc>(std::vector<std::string>{
+          "serve", "--listen", "127.0.0.1:0", "--threads", "1", "--config", config, "--redis",
+          "redis://127.0.0.1:" + std::to_string(redis->port()), "--log-level", "warn", "--max-streams", "200"}));
+    return out;
+  }
+};
+
+TEST_F(FleetUpstream, AnUpstreamsRequestsPerMinuteAreSharedSoItNeverRefuses) {
+  constexpr int rpm = 30;
+  sim.reset();
+  sim::options so;
+  so.listen = "127.0.0.1:0";
+  so.tokens = 2;
+  so.token_delay = 1ms;
+  so.limit_rpm = rpm;
+  sim = std::make_unique<sim::server>(so);
+  ASSERT_TRUE(sim->start().has_value());
+  write_config("    requests-per-minute: " + std::to_string(rpm) + "\n", "max-hold: 2500ms\n");
+  auto f = replicas();
+  // Each replica alone would pace to 30 a minute: 90 together, 60 of them refused by the upstream.
+  std::vector<std::future<unsigned>> results;
+  for (int i = 0; i < 90; ++i) {
+    const std::uint16_t port = f[static_cast<std::size_t>(i) % 3]->port;
+    results.push_back(std::async(std::launch::async, [port] { return test::post_chat(port, false).result_int(); }));
+  }
+  int ok = 0, shed = 0, other = 0;
+  for (auto& r : results) {
+    const unsigned st = r.get();
+    ok += st == 200;
+    shed += st == 429;
+    other += st != 200 && st != 429;
+  }
+  const auto snap = sim->snapshot();
+  EXPECT_EQ(snap.rate_limited, 0u) << "the fleet made the upstream refuse";
+  EXPECT_EQ(other, 0);
+  EXPECT_GE(ok, rpm);
+  EXPECT_LE(ok, rpm + 3) << "one more per 2 s of refill while requests hold (2.5 s)";
+  EXPECT_EQ(ok + shed, 90);
+  for (auto& r : f) EXPECT_EQ(r->metric("sluice_shared_limits_degraded"), 0);
+}
+
+TEST_F(FleetUpstream, AnUpstreamsMaxConcurrentHoldsAcrossReplicas) {
+  write_config("    max-concurrent: 2\n", "max-hold: 10s\n");
+  auto f = replicas();
+  std::vector<std::future<unsigned>> results;
+  for (int i = 0; i < 6; ++i) {
+    const std::uint16_t port = f[static_cast<std::size_t>(i) % 3]->port;
+    results.push_back(std::async(std::launch::async, [port] {
+      return test::post_chat(port, true, {{"x-sim-tokens", "10"}, {"x-sim-token-delay", "40ms"}}).result_int();
+    }));
+  }
+  std::uint64_t most = 0;
+  bool done = false;
+  while (!done) {
+    most = std::max(most, sim->snapshot().active_streams);
+    done = std::all_of(results.begin(), results.end(),
+                       [](auto& r) { return r.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready; });
+    std::this_thread::sleep_for(2ms);
+  }
+  for (auto& r : results) EXPECT_EQ(r.get(), 200u);
+  EXPECT_EQ(most, 2u) << "the upstream saw more than max-concurrent streams at once";
+  double held = 0;
+  for (auto& r : f) held += r->metric("sluice_redis_leases_held");
+  EXPECT_EQ(held, 0);  // every slot given back
 }
 
 }  // namespace
