@@ -74,6 +74,10 @@ class parser {
   bool has_data_ = false;
   bool in_line_buffer_ = false;  // the line being processed lives in line_, not in the chunk
   bool skip_lf_ = false;         // the previous chunk ended in CR: a leading LF completes CRLF
+  // With skip_lf_: the raw bytes of the event that CR's line belonged to (counted up to the CR), and
+  // whether that line ended it (a blank line). The LF is that event's byte, as when fed whole.
+  std::size_t cr_event_bytes_ = 0;
+  bool cr_dispatched_ = false;
   std::size_t line_end_ = 0;     // offset just past the line being processed, for event_view::end
 };
 
@@ -126,8 +130,15 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
   if (skip_lf_ && n > 0) {
     skip_lf_ = false;
     if (chunk[0] == '\n') {
+      // The CRLF's LF belongs to the line the CR ended, and to its event: counted against the cap
+      // there (fed whole, the check covers both bytes), and not into the next event once that line
+      // ended its event.
+      if (cr_event_bytes_ + 1 > max_event_bytes_)
+        return error{errc::upstream_protocol,
+                     "SSE event exceeds the maximum event size of " + std::to_string(max_event_bytes_) + " bytes",
+                     {}, 0, false, {}};
       pos = 1;
-      ++event_bytes_;
+      if (!cr_dispatched_) ++event_bytes_;
     }
   }
   while (pos < n) {
@@ -156,6 +167,7 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
                    "SSE event exceeds the maximum event size of " + std::to_string(max_event_bytes_) + " bytes",
                    {}, 0, false, {}};
     event_bytes_ += add;
+    const std::size_t cr_event_bytes_for_line = event_bytes_;
     line_end_ = end + term;
     line_result lr;
     if (line_.empty()) {
@@ -168,6 +180,10 @@ result<std::size_t> parser::feed(std::string_view chunk, OnEvent&& on_event) {
       line_.clear();  // keeps the capacity for the next split line
     }
     pos = end + term;
+    if (skip_lf_) {  // this line's CR ended the chunk
+      cr_event_bytes_ = cr_event_bytes_for_line;
+      cr_dispatched_ = lr != line_result::none;
+    }
     if (lr != line_result::none) boundary = pos;
     if (lr == line_result::stop) return boundary;
   }

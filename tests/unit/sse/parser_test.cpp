@@ -169,3 +169,30 @@ TEST(SseWriter, RoundTripsThroughParser) {
     EXPECT_EQ(got, data);
   }
 }
+
+// Found by fuzz_sse (a 20-minute run): a CRLF split between two feeds counted its LF into the next
+// event, so an event of exactly max_event_bytes passed fed whole and failed fed in pieces.
+TEST(SseParser, ACrlfSplitAcrossFeedsCountsItsLfInTheEventItEnds) {
+  const std::string first = "data:a\r\n\r";              // 10 bytes with the LF that follows
+  const std::string second = "\ndata:012345678\n\n";      // that LF, then an event of 16 bytes
+  for (std::size_t cut : {first.size(), std::size_t{0}}) {
+    sse::parser p(16);
+    std::vector<std::string> got;
+    auto on = [&](const sse::event_view& e) { got.emplace_back(e.data); };
+    const std::string all = first + second;
+    const std::size_t at = cut == 0 ? all.size() : cut;
+    ASSERT_TRUE(p.feed(std::string_view(all).substr(0, at), on).has_value()) << cut;
+    ASSERT_TRUE(p.feed(std::string_view(all).substr(at), on).has_value()) << cut;
+    EXPECT_EQ(got, (std::vector<std::string>{"a", "012345678"})) << cut;
+  }
+  // A line whose CRLF passes the cap fails however it is cut, also when its LF comes alone.
+  for (std::size_t cut : {std::size_t{16}, std::size_t{0}}) {
+    sse::parser p(16);
+    const std::string all = "data:0123456789\r\n\r\n";  // 15 + CRLF: 17 bytes
+    const std::size_t at = cut == 0 ? all.size() : cut;
+    auto on = [](const sse::event_view&) {};
+    auto a = p.feed(std::string_view(all).substr(0, at), on);
+    const bool failed = !a.has_value() || !p.feed(std::string_view(all).substr(at), on).has_value();
+    EXPECT_TRUE(failed) << cut;
+  }
+}
