@@ -142,6 +142,28 @@ if yaml is not None:
 
     check("kubernetes manifests parse", manifests_parse)
 
+    def redis_manifests():
+        # The Redis beside the gateways (deploy/kubernetes/redis/): it parses, its Service selects
+        # its pods, and the gateway's Secret reference and Redis's own agree on the Secret's name.
+        found = {}
+        for f in sorted((kdir / "redis").glob("*.yaml")):
+            for d in yaml.safe_load_all(f.read_text()):
+                if d:
+                    found[d["kind"]] = d
+        if {"Deployment", "Service", "Kustomization"} - found.keys():
+            return f"missing kinds in redis/: {sorted({'Deployment', 'Service', 'Kustomization'} - found.keys())}"
+        labels = found["Deployment"]["spec"]["template"]["metadata"]["labels"]
+        if any(labels.get(k) != v for k, v in found["Service"]["spec"]["selector"].items()):
+            return "the redis Service does not select the redis pods"
+        gateway_env = {e["name"]: e for e in docs["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+        secret = gateway_env.get("SLUICE_REDIS_URL", {}).get("valueFrom", {}).get("secretKeyRef", {}).get("name")
+        redis_env = found["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        if secret is None or all(e["valueFrom"]["secretKeyRef"]["name"] != secret for e in redis_env):
+            return "the gateway and Redis do not read the same Secret"
+        return None
+
+    check("redis beside the gateways", redis_manifests)
+
     def dur(text):
         m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(text))
         if not m:
@@ -251,6 +273,7 @@ if yaml is not None:
             return "the config volume does not mount the ConfigMap"
         listed = set(docs["Kustomization"]["resources"])
         files = {f.name for f in kdir.glob("*.yaml")} - {"kustomization.yaml"}
+        files |= {d.name for d in kdir.iterdir() if d.is_dir() and (d / "kustomization.yaml").exists()}
         return None if listed == files else f"kustomization resources {sorted(listed)} != files {sorted(files)}"
 
     def options_exist():
