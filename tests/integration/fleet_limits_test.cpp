@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "process.hpp"
 #include "redis_server.hpp"
 #include "sim/server.hpp"
@@ -252,6 +254,67 @@ TEST_F(FleetLimits, ClosedModeAnswers503WhileRedisIsDownAndRecovers) {
                 },
                 8s),
             8s);
+  ::unlink(keys.c_str());
+}
+
+TEST_F(FleetLimits, AKeysTokensPerMinuteHoldAcrossReplicasAndUnusedTokensComeBack) {
+  auto keys = temp_keys_file("sk-tpm 0 0 tpm tpm=600\n");
+  auto f = fleet(keys);
+  // Each request may use 50 completion tokens (its estimate: the prompt and 50) and uses 4 (the
+  // simulator's answer): the settle gives the rest back, so far more than 600 / 50 requests pass,
+  // and the tokens actually served never pass the budget by more than one estimate in flight.
+  std::uint64_t served = 0;
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 150; ++i) {
+    auto r = test::call(f[static_cast<std::size_t>(i) % 3]->port, verb::post, "/v1/chat/completions",
+                        test::chat_body(false, R"(,"max_tokens":50)"), {{"authorization", "Bearer sk-tpm"}});
+    if (r.result_int() == 429) {
+      ++limited;
+      EXPECT_EQ(r["x-ratelimit-limit-tokens"], "600");
+      EXPECT_NE(r.body().find("tokens per minute"), std::string::npos);
+      continue;
+    }
+    ASSERT_EQ(r.result_int(), 200) << r.body();
+    ++ok;
+    served += boost::json::parse(r.body()).at("usage").at("total_tokens").to_number<std::uint64_t>();
+  }
+  EXPECT_GT(ok, 30) << "unused tokens did not come back";
+  EXPECT_GT(limited, 0);
+  EXPECT_LE(served, 600u + 60u) << "the fleet served more than the key's tpm";
+  ::unlink(keys.c_str());
+}
+
+TEST_F(FleetLimits, ACancelledStreamRefundsWhatItDidNotUse) {
+  auto keys = temp_keys_file("sk-cancel 0 0 cancel tpm=1000\n");
+  auto f = fleet(keys);
+  auto big = [](bool stream) { return test::chat_body(stream, R"(,"max_tokens":700)"); };
+  {
+    // A long stream reserves about 700 tokens; the client leaves after its first event.
+    test::client_socket c(f[0]->port);
+    const std::string body = big(true);
+    c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Authorization: Bearer sk-cancel\r\nx-sim-tokens: 200\r\nx-sim-token-delay: 50ms\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string got;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (got.find("\"content\"") == std::string::npos && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
+    // Meanwhile the rest of the budget cannot hold another such request.
+    EXPECT_EQ(test::call(f[1]->port, verb::post, "/v1/chat/completions", big(false),
+                         {{"authorization", "Bearer sk-cancel"}}).result_int(), 429);
+    c.close();
+  }
+  // Its end gives back what it did not use: another 700 fit again, on any replica.
+  EXPECT_LT(test::wait_until(
+                [&] {
+                  const bool fits = test::call(f[2]->port, verb::post, "/v1/chat/completions", big(false),
+                                               {{"authorization", "Bearer sk-cancel"}}).result_int() == 200;
+                  f[2]->p.pump(0);  // its log lines must not fill the pipe
+                  if (!fits) std::this_thread::sleep_for(20ms);
+                  return fits;
+                },
+                3s),
+            3s);
   ::unlink(keys.c_str());
 }
 
