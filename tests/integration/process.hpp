@@ -20,6 +20,17 @@ extern char** environ;
 
 namespace sluice::test {
 
+// A file under /tmp holding `text` (a keys file, a config file), for a child process to read; the
+// caller unlinks it.
+inline std::string temp_file_with(const std::string& text) {
+  char path[] = "/tmp/sluice-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return {};
+  const bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return whole ? std::string(path) : std::string();
+}
+
 class child_process {
  public:
   // Starts `SLUICE_BINARY args...` with `extra_env` ("NAME=value") added to the environment.

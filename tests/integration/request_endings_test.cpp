@@ -27,15 +27,6 @@ namespace {
 
 using labels = std::pair<std::string, std::string>;  // route, outcome
 
-std::string temp_keys_file(const std::string& text) {
-  char path[] = "/tmp/sluice-endings-keys-XXXXXX";
-  int fd = ::mkstemp(path);
-  EXPECT_GE(fd, 0);
-  EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  ::close(fd);
-  return path;
-}
-
 // A gateway process and what it logs.
 struct gateway_proc {
   test::child_process p;
@@ -199,7 +190,7 @@ struct held_stream {
 }  // namespace
 
 TEST_F(request_endings, EveryEndingWritesOneLineAndOneCount) {
-  const std::string keys = temp_keys_file("sk-good 100 0 good\nsk-rpm1 0 1 rpm1\nsk-one 1 0 one\n");
+  const std::string keys = test::temp_file_with("sk-good 100 0 good\nsk-rpm1 0 1 rpm1\nsk-one 1 0 one\n");
   gateway_proc g({"serve", "--listen", "127.0.0.1:0", "--threads", "2", "--upstream", upstream(), "--keys-file", keys,
                   "--max-streams", "2", "--queue-depth", "0", "--max-body-bytes", "4KiB", "--max-header-bytes", "2KiB",
                   "--header-timeout", "400ms", "--upstream-first-byte-timeout", "300ms", "--max-attempts", "1",

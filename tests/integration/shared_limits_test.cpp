@@ -83,10 +83,16 @@ class SharedLimits : public ::testing::Test {
  protected:
   SharedLimits() { pool_.start(); }
   ~SharedLimits() override {
-    replicas_.clear();
+    // Every replica's coroutines end on the pool before the replicas (their task groups) go.
+    for (auto& r : replicas_) r->stop();
+    for (auto& r : replicas_) {
+      EXPECT_TRUE(r->tasks.wait_for(5000ms)) << "a replica's coroutines outlived its stop()";
+      settled(*r);
+    }
     pool_.release();
     pool_.wait_for(5000ms);
     pool_.stop();
+    replicas_.clear();
   }
 
   replica& add(const std::string& keys, const redis::options& o, bool renew = true) {
