@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <future>
 #include <map>
 #include <memory>
@@ -86,6 +87,10 @@ struct FleetLimits : ::testing::Test {
     std::vector<std::string> a{"serve", "--listen", "127.0.0.1:0", "--threads", "1", "--upstream",
                                "http://127.0.0.1:" + std::to_string(sim->port()), "--keys-file", keys, "--redis",
                                "redis://127.0.0.1:" + std::to_string(redis->port()), "--log-format", "json"};
+    // A loaded machine (ASan, CI) can be slower than the 50 ms default, and a decision then falls
+    // back to the replica's share; tests of the failure modes set their own deadline.
+    if (std::find(more.begin(), more.end(), "--redis-command-timeout") == more.end())
+      a.insert(a.end(), {"--redis-command-timeout", "1s"});
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
