@@ -44,6 +44,7 @@ void report_bug(std::string_view group, std::string_view task, std::string_view 
 gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source)
     : opts_(finished(std::move(opts))),
       redis_tasks_("redis", report_bug),
+      job_slots_("job slots", report_bug),
       background_("gateway background", report_bug),
       pool_(thread_count(opts_)) {
   routing::budget_factory budgets;  // default: each upstream's own local pacer
@@ -86,6 +87,10 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
                                                                              : nullptr,
                                                                 opts_.admission, drain_,
                                                                 secrets_});
+  responses_ = std::make_unique<jobs::memory_store>(opts_.jobs);
+  jobs_metrics_ = std::make_shared<jobs::metrics>(*responses_);
+  services_->responses = responses_.get();
+  services_->jobs = jobs_metrics_.get();
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
@@ -139,7 +144,7 @@ void gateway::build_shared_limits() {
 void gateway::register_metrics() {
   for (std::shared_ptr<const prometheus::Collectable> c :
        std::initializer_list<std::shared_ptr<const prometheus::Collectable>>{
-           request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_})
+           request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_, jobs_metrics_})
     metrics_.add_collectable(c);
   if (redis_) {
     metrics_.add_collectable(redis_->metrics_collectable());
@@ -173,6 +178,15 @@ result<tcp::endpoint> gateway::start() {
                                              opts_.admission.memory_sample_interval,
                                              [this](const admission::pressure_report& r) { log_pressure(r); }),
                     "memory pressure loop", true);
+  // The worker slots for background jobs, spread over the threads; the retention sweep on thread 0.
+  for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
+    const std::size_t t = static_cast<std::size_t>(i % workers_.size());
+    job_slots_.spawn(pool_.context(t).get_executor(), workers_[t].pipeline->run_jobs(*responses_), "job slot", true);
+  }
+  background_.spawn(ex,
+                    jobs::retention_loop(*responses_, *jobs_metrics_,
+                                         std::min<duration>(opts_.jobs.response_retention / 4, std::chrono::seconds(10))),
+                    "response retention loop", true);
   monitor_ = std::make_unique<proxy::upstream_monitor>(ex, *router_, opts_.upstream, tls_.get());
   monitor_->start(background_);
   if (redis_) {
@@ -222,7 +236,8 @@ void gateway::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (started_) {
-    background_.cancel();  // the pressure loop
+    background_.cancel();  // the pressure loop, the retention sweep
+    job_slots_.cancel();    // idle worker slots; running jobs end with the pool below
     net::post(pool_.context(0), [this] {
       if (monitor_) monitor_->stop();
     });

@@ -31,6 +31,8 @@
 #include "routing/router.hpp"
 #include "routing/shared_budget.hpp"
 #include "schema/cache.hpp"
+#include "jobs/metrics.hpp"
+#include "jobs/response_store.hpp"
 #include "runtime/task_group.hpp"
 #include "runtime/worker_pool.hpp"
 
@@ -117,7 +119,13 @@ class gateway {
   std::shared_ptr<admission::admission_metrics> admission_metrics_;
   std::shared_ptr<http::server_metrics> server_metrics_;
   std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
-  // The background loops on thread 0 (memory pressure, probes, engine scrapes): cancelled at stop.
+  // Background responses (docs/queue.md): the in-process store and job queue, its metrics, and
+  // the worker slots that run its jobs (cancelled at stop).
+  std::unique_ptr<jobs::memory_store> responses_;
+  std::shared_ptr<jobs::metrics> jobs_metrics_;
+  runtime::task_group job_slots_;
+  // The background loops on thread 0 (memory pressure, probes, engine scrapes, the responses'
+  // retention): cancelled at stop.
   runtime::task_group background_;
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist

@@ -13,6 +13,7 @@ void serve_options::register_options(config::option_table& t) {
   schema.register_options(t);
   admission.register_options(t);
   redis.register_options(t);
+  jobs.register_options(t);
   log.register_options(t);
   t.add_duration("drain-delay", "on SIGTERM: keep serving with readiness failing for this long", drain_delay)
       .add_duration("drain-timeout", "then let running streams finish for at most this long", drain_timeout);
@@ -30,6 +31,7 @@ result<void> serve_options::validate() const {
     return error::make(errc::bad_request, "max-request-line-bytes must be at least 256B");
   if (http.max_header_fields < 8) return error::make(errc::bad_request, "max-header-fields must be at least 8");
   if (auto r = admission.validate(); !r) return std::move(r).err();
+  if (auto r = jobs.validate(); !r) return std::move(r).err();
   if (auto r = schema.validate(); !r) return std::move(r).err();
   if (redis.enabled()) {
     if (auto r = redis.resolve(); !r) return std::move(r).err();

@@ -4,6 +4,7 @@
 
 #include "admission/options.hpp"
 #include "http/server_options.hpp"
+#include "jobs/options.hpp"
 #include "observability/log.hpp"
 #include "proxy/options.hpp"
 #include "proxy/structured_output.hpp"
@@ -25,6 +26,7 @@ struct serve_options {
   proxy::schema_options schema;  // structured outputs: schema-policy, schema-retries, schema-cache-*
   admission::options admission;
   redis::options redis;  // --redis: limits shared by every replica (docs/scale-out.md)
+  jobs::options jobs;    // background responses and their stored events (docs/queue.md)
   obs::log_options log;
   duration drain_delay = std::chrono::seconds(5);     // SIGTERM: keep serving (readiness failing) this long
   duration drain_timeout = std::chrono::seconds(30);  // then let running streams finish for at most this long

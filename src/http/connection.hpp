@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "http/downstream.hpp"
 #include "http/request_framing.hpp"
 #include "http/server_options.hpp"
 #include "http/types.hpp"
@@ -20,16 +21,7 @@
 
 namespace sluice::http {
 
-// Told when a watched client goes away (connection::watch_peer).
-class peer_listener {
- public:
-  virtual void on_peer_gone() noexcept = 0;
-
- protected:
-  ~peer_listener() = default;
-};
-
-class connection : public runtime::watchdog::item {
+class connection final : public runtime::watchdog::item, public downstream {
  public:
   connection(tcp::socket socket, const server_options& opts);
   ~connection() override;
@@ -46,19 +38,19 @@ class connection : public runtime::watchdog::item {
   // bytes dropped for at most linger-timeout / linger-bytes (server_options). The caller closes.
   task<void> linger_close();
 
-  task<result<void>> write(response& res);
+  task<result<void>> write(response& res) override;
   // Starts a chunked response: the head, then write_chunk() for each piece, then finish_chunks().
-  task<result<void>> write_head(bhttp::response<bhttp::empty_body>& head);
+  task<result<void>> write_head(bhttp::response<bhttp::empty_body>& head) override;
   // Keeps the head to go out with the first streamed piece (one write instead of two), for a body
   // whose first bytes are already in memory. flush_head() writes a held head alone (before a wait).
-  void hold_head(bhttp::response<bhttp::empty_body>& head);
-  bool holds_head() const noexcept { return !held_head_.empty(); }
-  task<result<void>> flush_head();
-  task<result<void>> write_chunk(std::string_view data);
-  task<result<void>> finish_chunks();
+  void hold_head(bhttp::response<bhttp::empty_body>& head) override;
+  bool holds_head() const noexcept override { return !held_head_.empty(); }
+  task<result<void>> flush_head() override;
+  task<result<void>> write_chunk(std::string_view data) override;
+  task<result<void>> finish_chunks() override;
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
   // events).
-  task<result<void>> write_last_chunk(std::string_view data);
+  task<result<void>> write_last_chunk(std::string_view data) override;
 
   // Watches the client for a disconnect while the gateway works for it (the upstream exchange,
   // the relay), with a plain handler instead of a coroutine raced beside each phase: when the peer
@@ -67,27 +59,15 @@ class connection : public runtime::watchdog::item {
   // (the next read_request sees them). The watch lasts as long as the returned guard; the wait
   // itself stays armed after it (a keep-alive connection's next request completes it unused), and
   // a wait cancelled by another operation on the socket (a read deadline) re-arms itself.
-  class peer_watch {
-   public:
-    explicit peer_watch(connection& c) noexcept : c_(&c) {}
-    peer_watch(peer_watch&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
-    peer_watch& operator=(peer_watch&&) = delete;
-    ~peer_watch() {
-      if (c_) c_->listener_ = nullptr;
-    }
-
-   private:
-    connection* c_;
-  };
-  [[nodiscard]] peer_watch watch_peer(peer_listener& l);
-  bool peer_gone() const noexcept { return peer_gone_; }
+  [[nodiscard]] peer_watch watch_peer(peer_listener& l) override;
+  bool peer_gone() const noexcept override { return peer_gone_; }
 
   // Hard close: pending operations fail at once.
-  void close() noexcept;
+  void close() noexcept override;
 
-  bool stalled() const noexcept { return stalled_; }
+  bool stalled() const noexcept override { return stalled_; }
   bool is_open() const noexcept { return socket_.is_open(); }
-  std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+  std::uint64_t bytes_written() const noexcept override { return bytes_written_; }
   tcp::socket& socket() noexcept { return socket_; }
   const server_options& options() const noexcept { return opts_; }
 
@@ -101,6 +81,7 @@ class connection : public runtime::watchdog::item {
   struct watch_state {
     connection* conn;
   };
+  void end_watch() noexcept override { listener_ = nullptr; }
   void arm_watch();
   void on_watch(const error_code& ec);
 

@@ -85,6 +85,18 @@ std::uint64_t tokens_used(const request_context& ctx) noexcept {
   return ctx.prompt_estimate + end.tokens_out;
 }
 
+// GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.cpp).
+constexpr std::string_view stored_prefix = "/v1/responses/";
+
+// A response id as the gateway makes them (resp_ and hex), or any the client could have: letters,
+// digits, '_' and '-', at most 64.
+bool plausible_response_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
+}
+
 bool is_probe(obs::route r) {
   return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
 }
@@ -133,6 +145,8 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   auto watch = ctx.conn.watch_peer(ctx.cancel);
   admission_ticket ticket;
   if (!co_await authenticate(ctx, req, ticket)) co_return;
+  if (!ctx.response_id.empty()) co_return co_await serve_stored(ctx, req);
+  if (ctx.background) co_return co_await create_background(ctx, req);
   if (!co_await admit(ctx, ticket)) co_return;
   co_await forward(ctx, req, ticket.key && ticket.key->reserved_tokens() != 0);
   // The key's token reservation settles to what the request used (the permit's end tells the
@@ -145,6 +159,7 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   const route_entry* r = nullptr;
   for (const auto& e : routes)
     if (e.path == target) r = &e;
+  if (!r && target.starts_with(stored_prefix)) return parse_stored(ctx, req, target.substr(stored_prefix.size()));
   if (!r)
     return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
                                             std::string(target) + ".");
@@ -166,6 +181,10 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   ctx.model = summary->model;
   ctx.stream = summary->stream;
   ctx.include_usage = summary->include_usage;
+  ctx.background = summary->background;
+  ctx.store = summary->store;
+  if (ctx.background && !ctx.store)
+    return error::make(errc::bad_request, "Background responses must be stored: drop store: false.", "store");
   // Paced cost before sending: about 4 bytes per prompt token, plus what the answer may use.
   ctx.prompt_estimate = summary->prompt_chars / 4;
   ctx.token_estimate = ctx.prompt_estimate + (summary->max_tokens ? summary->max_tokens : default_answer_tokens);
@@ -178,6 +197,26 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
     // Tool parameter schemas are compiled (and cached) under the same limits: a 400 naming the tool.
     if (auto tools = check_tool_schemas(summary->tool_schemas, *cfg_.schemas); !tools) return tools.err();
   }
+  return std::nullopt;
+}
+
+std::optional<error> pipeline::parse_stored(request_context& ctx, const http::request& req, std::string_view rest) {
+  ctx.route = obs::route::responses;
+  ctx.which = api::responses;
+  ctx.path = "/v1/responses";
+  constexpr std::string_view cancel_suffix = "/cancel";
+  if (rest.ends_with(cancel_suffix)) {
+    ctx.response_cancel = true;
+    rest.remove_suffix(cancel_suffix.size());
+  }
+  if (!plausible_response_id(rest))
+    return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
+                                            std::string(stored_prefix) + "....");
+  ctx.response_id = std::string(rest);
+  const auto want = ctx.response_cancel ? bhttp::verb::post : bhttp::verb::get;
+  if (req.method() != want)
+    return error::make(errc::method_not_allowed, "Method " + std::string(req.method_string()) +
+                                                     " is not allowed here; use " + std::string(bhttp::to_string(want)) + ".");
   return std::nullopt;
 }
 
@@ -214,6 +253,7 @@ task<bool> pipeline::authenticate(request_context& ctx, const http::request& req
     co_return false;
   }
   t.key = std::move(std::get<admission::key_permit>(*got));
+  ctx.key_name = who->name();
   co_return true;
 }
 

@@ -49,6 +49,10 @@ class pipeline final : public http::request_handler {
   task<bool> handle(http::request req, http::connection& conn) override;
   task<void> reject(const error& e, http::connection& conn) override;
 
+  // A worker slot for background jobs (background.cpp): takes jobs from the store while it is not
+  // draining, one at a time; spawned worker-max-jobs times across the threads.
+  task<void> run_jobs(jobs::memory_store& store);
+
   // This thread's client for upstream i (its keep-alive pool).
   upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
   // The watchdog of this pipeline's thread (owned by its http::server); relays register with it.
@@ -59,6 +63,8 @@ class pipeline final : public http::request_handler {
   task<void> serve(request_context& ctx, http::request& req);
   // Route, method, body: fills ctx or returns the 400/404/405 to answer.
   std::optional<error> parse(request_context& ctx, const http::request& req);
+  // /v1/responses/{id}[/cancel]: the id and the method.
+  std::optional<error> parse_stored(request_context& ctx, const http::request& req, std::string_view rest);
   // Client key and its limits; answers the 401/429 itself (false).
   task<bool> authenticate(request_context& ctx, const http::request& req, admission_ticket& t);
   // A slot from the bounded queue (or the memory shed); answers the refusal itself (false).
@@ -91,6 +97,15 @@ class pipeline final : public http::request_handler {
   // it is invalid; `status`/`body` become the last attempt's (respond_structured.cpp).
   task<whole_check> check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
                                        unsigned& status, std::string& body);
+
+  // --- background responses (background.cpp) ---
+  // POST /v1/responses with background: the job queued, its object answered (or its stream followed).
+  task<void> create_background(request_context& ctx, http::request& req);
+  // GET /v1/responses/{id} (its object, or ?stream=true its events) and POST .../cancel.
+  task<void> serve_stored(request_context& ctx, const http::request& req);
+  // The events after `after`, then the live ones until the response ends.
+  task<void> follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after);
+  task<void> run_job(std::shared_ptr<jobs::response_record> rec);
 
   // --- the probes (probes.cpp) ---
   task<void> serve_probe(request_context& ctx, const http::request& req);

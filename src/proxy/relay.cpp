@@ -18,7 +18,7 @@ constexpr std::size_t fast_stream_buffer = 16 * 1024;
 using namespace boost::asio::experimental::awaitable_operators;
 namespace json = boost::json;
 
-sse_relay::sse_relay(http::connection& client, upstream::response& up, request_cancel& cancel, const options& opts,
+sse_relay::sse_relay(http::downstream& client, upstream::response& up, request_cancel& cancel, const options& opts,
                      services& svc, runtime::steady::time_point request_start)
     : client_(client),
       up_(up),

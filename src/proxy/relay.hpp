@@ -44,7 +44,7 @@ struct relay_result {
 // ends the stream with that reason's in-band error).
 class sse_relay : public runtime::watchdog::item {
  public:
-  sse_relay(http::connection& client, upstream::response& up, request_cancel& cancel, const options& opts,
+  sse_relay(http::downstream& client, upstream::response& up, request_cancel& cancel, const options& opts,
             services& svc, runtime::steady::time_point request_start);
   ~sse_relay() override;
 
@@ -99,7 +99,7 @@ class sse_relay : public runtime::watchdog::item {
   // Adds what was written to the client since the last call to sluice_stream_bytes_total.
   void count_bytes_out() noexcept;
 
-  http::connection& client_;
+  http::downstream& client_;
   upstream::response& up_;
   request_cancel& cancel_;
   services& svc_;

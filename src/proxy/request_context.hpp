@@ -40,11 +40,11 @@ struct request_end {
 };
 
 struct request_context {
-  request_context(http::connection& c, unsigned http_version) : conn(c), version(http_version) {}
+  request_context(http::downstream& c, unsigned http_version) : conn(c), version(http_version) {}
   request_context(const request_context&) = delete;
   request_context& operator=(const request_context&) = delete;
 
-  http::connection& conn;
+  http::downstream& conn;  // the client's connection, or a background job's event log
   std::string request_id;
   obs::route route = obs::route::other;
   api which = api::chat_completions;
@@ -61,6 +61,12 @@ struct request_context {
   std::uint64_t token_estimate = 0;    // paced cost: prompt estimate + max tokens
   std::uint64_t prompt_estimate = 0;   // its prompt part (about 4 bytes per token)
   std::optional<output_contract> contract;  // structured outputs: the schema the output must follow
+  bool background = false;             // responses: `background: true` (a job, docs/queue.md)
+  bool store = true;                   // responses: `store`
+  // GET /v1/responses/{id} and POST /v1/responses/{id}/cancel: the id, and which of the two.
+  std::string response_id;
+  bool response_cancel = false;
+  std::string_view key_name;  // the client key's name (its entry outlives the request); "" without keys
 
   double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered
   request_cancel cancel;

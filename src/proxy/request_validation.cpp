@@ -176,7 +176,17 @@ std::optional<error> prompt_fields(api which, const json::object& obj, request_s
   return std::nullopt;
 }
 
-std::optional<error> stream_fields(const json::object& obj, request_summary& out) {
+std::optional<error> stream_fields(api which, const json::object& obj, request_summary& out) {
+  if (which == api::responses) {  // background responses (docs/queue.md)
+    if (const json::value* b = obj.if_contains("background"); b && !b->is_null()) {
+      if (!b->is_bool()) return wrong_type("background", "a boolean", *b);
+      out.background = b->get_bool();
+    }
+    if (const json::value* st = obj.if_contains("store"); st && !st->is_null()) {
+      if (!st->is_bool()) return wrong_type("store", "a boolean", *st);
+      out.store = st->get_bool();
+    }
+  }
   if (const json::value* s = obj.if_contains("stream"); s && !s->is_null()) {
     if (!s->is_bool()) return wrong_type("stream", "a boolean", *s);
     out.stream = s->get_bool();
@@ -241,7 +251,7 @@ result<request_summary> validate_request(api which, std::string_view body) {
   out.model = std::string(model->get_string());
 
   if (auto e = prompt_fields(which, obj, out)) return std::move(*e);
-  if (auto e = stream_fields(obj, out)) return std::move(*e);
+  if (auto e = stream_fields(which, obj, out)) return std::move(*e);
   std::uint64_t choices = 1;
   if (auto e = sampling_fields(obj, out, choices)) return std::move(*e);
   // Structured outputs: the requested schema, copied out of this parse (structured_output.cpp).

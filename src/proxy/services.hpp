@@ -10,6 +10,8 @@
 #include "admission/memory_budget.hpp"
 #include "admission/options.hpp"
 #include "admission/stream_registry.hpp"
+#include "jobs/metrics.hpp"
+#include "jobs/response_store.hpp"
 #include "observability/metrics.hpp"
 #include "proxy/request_metrics.hpp"
 #include "proxy/secret_scrubber.hpp"
@@ -37,6 +39,9 @@ struct services {
   drain_state& drain;
   // The gateway's upstream keys, masked out of whatever an upstream says to a client.
   const secret_scrubber& secrets;
+  // Background responses and stored streams (docs/queue.md); null: not served (404).
+  jobs::memory_store* responses = nullptr;
+  jobs::metrics* jobs = nullptr;
 };
 
 }  // namespace sluice::proxy

@@ -334,3 +334,53 @@ test('a broken Responses stream raises in the SDK (the Responses error event)', 
   );
   await assert.rejects(stream.finalResponse(), (err) => err instanceof OpenAI.APIError || err instanceof OpenAI.OpenAIError);
 });
+
+// Background responses (docs/queue.md): create, retrieve until done, resume the stored stream
+// after a sequence number, cancel a running one.
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function untilFinal(c, id) {
+  for (let i = 0; i < 200; i++) {
+    const r = await c.responses.retrieve(id);
+    if (r.status !== 'queued' && r.status !== 'in_progress') return r;
+    await sleep(25);
+  }
+  throw new Error(`response ${id} did not finish`);
+}
+
+test('background: responses.create, then responses.retrieve until completed', async () => {
+  const c = client();
+  const created = await c.responses.create({ model: 'sim-1', input: 'in the background', background: true });
+  assert.match(created.id, /^resp_/);
+  assert.equal(created.status, 'queued');
+  const done = await untilFinal(c, created.id);
+  assert.equal(done.status, 'completed');
+  assert.equal(done.id, created.id);
+  assert.ok(done.output_text.length > 0, JSON.stringify(done));
+});
+
+test('background: responses.retrieve(id, {stream, starting_after}) gives exactly the events after N', async () => {
+  const c = client();
+  const created = await c.responses.create({ model: 'sim-1', input: 'resume me', background: true });
+  await untilFinal(c, created.id);
+  const all = [];
+  for await (const ev of await c.responses.retrieve(created.id, { stream: true })) all.push(ev);
+  assert.equal(all.at(-1).type, 'response.completed');
+  const n = 4;
+  const rest = [];
+  for await (const ev of await c.responses.retrieve(created.id, { stream: true, starting_after: n })) rest.push(ev);
+  assert.deepEqual(rest.map((e) => e.sequence_number), all.slice(n + 1).map((e) => e.sequence_number));
+  assert.equal(rest[0].sequence_number, n + 1);
+  assert.equal(rest.at(-1).type, 'response.completed');
+});
+
+test('background: responses.cancel stops a running response', async () => {
+  const c = client();
+  const created = await c.responses.create({ model: 'sim-1', input: 'a long one', background: true },
+    { headers: { 'x-sim-tokens': '2000', 'x-sim-token-delay': '20ms' } });
+  for (let i = 0; i < 200 && (await c.responses.retrieve(created.id)).status !== 'in_progress'; i++) await sleep(10);
+  const cancelled = await c.responses.cancel(created.id);
+  assert.equal(cancelled.status, 'cancelled');
+  const after = await untilFinal(c, created.id);
+  assert.equal(after.status, 'cancelled');
+  await assert.rejects(c.responses.retrieve('resp_unknown0000'), (err) => err instanceof OpenAI.NotFoundError);
+});

@@ -145,6 +145,17 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_schema_cache_compile_seconds_total", "counter"},
     {"sluice_schema_cache_entries", "gauge"},
     {"sluice_schema_cache_bytes", "gauge"},
+    // Background responses (docs/queue.md).
+    {"sluice_jobs_running", "gauge"},
+    {"sluice_jobs_waiting", "gauge"},
+    {"sluice_jobs_worker_slots", "gauge"},
+    {"sluice_jobs_total", "counter"},
+    {"sluice_jobs_refused_total", "counter"},
+    {"sluice_responses_stored", "gauge"},
+    {"sluice_response_store_bytes", "gauge"},
+    {"sluice_responses_evicted_total", "counter"},
+    {"sluice_responses_expired_total", "counter"},
+    {"sluice_response_followers", "gauge"},
     {"process_cpu_seconds_total", "counter"},
     {"process_open_fds", "gauge"},
     {"process_max_fds", "gauge"},
@@ -193,10 +204,12 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
     reasons.emplace(proxy::to_string(static_cast<proxy::retry_reason>(k)));
   for (std::size_t k = 0; k < proxy::hold_reason_count; ++k)
     reasons.emplace(proxy::to_string(static_cast<proxy::hold_reason>(k)));
+  reasons.emplace("store_full");  // sluice_jobs_refused_total (queue_full is a reject reason already)
   const std::map<std::string, std::set<std::string>> allowed = {
       {"route", names_of(all_routes)}, {"outcome", names_of(all_outcomes)},    {"reason", reasons},
       {"stage", names_of(all_stages)}, {"upstream", {"openai", "local-vllm"}}, {"status", statuses},
       {"kind", {"requests", "tokens"}},
+      {"state", {"completed", "failed", "cancelled", "incomplete"}},  // sluice_jobs_total
   };
   const std::map<std::string, std::set<std::string>> direction_values = {
       {"sluice_tokens_total", names_of(all_directions)},

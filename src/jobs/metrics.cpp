@@ -1,0 +1,53 @@
+#include "jobs/metrics.hpp"
+
+namespace sluice::jobs {
+
+metrics::metrics(const memory_store& store) {
+  running_ = &gauge("sluice_jobs_running", "Background jobs running in this process.");
+  followers_ = &gauge("sluice_response_followers", "Clients reading a stored response's events.");
+  expired_ = &counter("sluice_responses_expired_total", "Finished responses dropped after response-retention.");
+  auto& ended = counter_family("sluice_jobs_total", "Background jobs ended, by final state.");
+  for (auto s : {status::completed, status::failed, status::cancelled, status::incomplete})
+    ended_[static_cast<std::size_t>(s)] = &ended.Add({{"state", std::string(to_string(s))}});
+  auto& refused = counter_family("sluice_jobs_refused_total", "Background requests refused, by reason.");
+  queue_full_ = &refused.Add({{"reason", "queue_full"}});
+  store_full_ = &refused.Add({{"reason", "store_full"}});
+  gauge("sluice_jobs_worker_slots", "Background jobs this process runs at once (worker-max-jobs).")
+      .Set(static_cast<double>(store.settings().worker_max_jobs));
+  const memory_store* s = &store;
+  scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot.", {},
+          [s] { return static_cast<double>(s->waiting()); });
+  scraped("sluice_responses_stored", "Responses held by the in-process store.", {},
+          [s] { return static_cast<double>(s->stored()); });
+  scraped("sluice_response_store_bytes", "Bytes of the responses held by the in-process store.", {},
+          [s] { return static_cast<double>(s->stored_bytes()); });
+  scraped("sluice_responses_evicted_total", "Finished responses dropped before their retention to make room.", {},
+          [s] { return static_cast<double>(s->evicted()); });
+}
+
+void metrics::job_ended(status s) noexcept {
+  running_->Decrement();
+  if (auto* c = ended_[static_cast<std::size_t>(s)]) c->Increment();
+}
+
+void metrics::refused(store_refusal why) noexcept {
+  if (why == store_refusal::queue_full) queue_full_->Increment();
+  if (why == store_refusal::store_full) store_full_->Increment();
+}
+
+}  // namespace sluice::jobs
+
+namespace sluice::jobs {
+
+task<void> retention_loop(memory_store& store, metrics& m, duration every) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  for (;;) {
+    timer.expires_after(every);
+    error_code ec;
+    co_await timer.async_wait(ec_out(ec));
+    if (ec) co_return;
+    if (auto n = store.sweep(runtime::steady::now())) m.expired(n);
+  }
+}
+
+}  // namespace sluice::jobs

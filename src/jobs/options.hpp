@@ -1,0 +1,36 @@
+// jobs::options: the bounds of background responses and their stored event logs (docs/queue.md):
+// worker slots, jobs waiting, bytes per response, retention, and what the in-process store may
+// hold. A plain value: filled once at start-up from the option table, then copied and never changed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "config/option_table.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace sluice::jobs {
+
+struct options {
+  // Jobs this process runs at once (each is one upstream stream); a job is taken only into a free slot.
+  std::uint64_t worker_max_jobs = 64;
+  // Background jobs that may wait for a slot; past it, a new background request is refused at once
+  // (429 jobs_queue_full, with Retry-After).
+  std::uint64_t jobs_max_waiting = 10000;
+  // Bytes of stored events per response; a job whose events pass it ends `failed`
+  // (response_too_large) and its upstream is closed.
+  std::uint64_t response_max_bytes = 4 * 1024 * 1024;
+  // How long a finished response stays retrievable (GET /v1/responses/{id}, a stream's resume).
+  duration response_retention = std::chrono::minutes(60);
+  // The in-process store (--queue memory): responses kept at once, and their bytes (request,
+  // object and events). Finished ones are dropped oldest first to make room; when only live ones
+  // are left a new background request is refused (503 response_store_full).
+  std::uint64_t memory_responses = 10000;
+  std::uint64_t memory_response_bytes = 256ull * 1024 * 1024;
+
+  void register_options(config::option_table& table);
+  result<void> validate() const;
+};
+
+}  // namespace sluice::jobs

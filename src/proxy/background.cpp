@@ -1,0 +1,257 @@
+// Background responses (docs/queue.md): POST /v1/responses with `background: true` stores the
+// response and queues its job; a worker slot (run_jobs) runs the job through the same attempt loop
+// and relay as a client's request, into the response's event log (job_sink); GET
+// /v1/responses/{id} answers the stored object, or with ?stream=true replays the events after
+// `starting_after` and follows the live ones; POST /v1/responses/{id}/cancel drops a queued job or
+// stops a running one.
+#include <charconv>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "http/error_response.hpp"
+#include "jobs/wakeup.hpp"
+#include "observability/gauge_hold.hpp"
+#include "proxy/job_sink.hpp"
+#include "proxy/pipeline.hpp"
+
+namespace sluice::proxy {
+
+namespace json = boost::json;
+
+namespace {
+
+// A follower re-checks its client and the drain this often while no event comes.
+constexpr auto follow_recheck = std::chrono::milliseconds(250);
+// Bytes of stored events a follower takes and writes in one go.
+constexpr std::size_t follow_batch_bytes = 64 * 1024;
+
+// The value of `name` in the target's query ("" when absent).
+std::string_view query_value(std::string_view target, std::string_view name) {
+  auto q = target.find('?');
+  if (q == std::string_view::npos) return {};
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+  }
+  return {};
+}
+
+// The client's headers as the job replays them: all but the ones that frame this one message.
+std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : req) {
+    switch (f.name()) {
+      case bhttp::field::content_length:
+      case bhttp::field::transfer_encoding:
+      case bhttp::field::connection:
+      case bhttp::field::keep_alive:
+      case bhttp::field::host:
+      case bhttp::field::expect:
+      case bhttp::field::te:
+      case bhttp::field::upgrade: continue;
+      default: out.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+  }
+  return out;
+}
+
+// The body the job sends upstream: the client's, streamed, without `background` (upstreams
+// without background responses would refuse it; the gateway is the one running it in the background).
+std::string job_body(std::string_view body) {
+  error_code ec;
+  auto v = json::parse(body, ec);
+  if (ec || !v.is_object()) return std::string(body);  // validated before: not reached
+  auto& o = v.as_object();
+  o.erase("background");
+  o["stream"] = true;
+  return json::serialize(o);
+}
+
+// Retry-After for a full job queue: the rounds of worker slots ahead of a new job, at least 1 s.
+std::uint64_t queue_retry_after(const jobs::memory_store& store) {
+  const auto slots = std::max<std::uint64_t>(1, store.settings().worker_max_jobs);
+  return std::clamp<std::uint64_t>(store.waiting() / slots, 1, 60);
+}
+
+error not_found(std::string_view id) {
+  return error::make(errc::not_found, "No response found with id '" + std::string(id) + "'.", "response_id");
+}
+
+}  // namespace
+
+task<void> pipeline::create_background(request_context& ctx, http::request& req) {
+  auto* store = cfg_.svc.responses;
+  if (!store)
+    co_return co_await send_error(ctx, error::make(errc::bad_request, "Background responses are not enabled on this gateway.",
+                                                   "background"));
+  const std::string id = new_response_id();
+  std::string queued = queued_response_object(id, ctx.model, true, req.body());
+  jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), std::string(ctx.key_name)};
+  auto made = store->create(std::move(r), true);
+  if (auto* why = std::get_if<jobs::store_refusal>(&made)) {
+    if (cfg_.svc.jobs) cfg_.svc.jobs->refused(*why);
+    bhttp::fields extra;
+    if (*why == jobs::store_refusal::queue_full) {
+      extra.set(bhttp::field::retry_after, std::to_string(queue_retry_after(*store)));
+      co_return co_await refuse(ctx, error::make(errc::rate_limited, "Too many background responses are waiting; retry later."),
+                                obs::reject_reason::queue_full, &extra);
+    }
+    extra.set(bhttp::field::retry_after, "5");
+    co_return co_await refuse(ctx, error::make(errc::overloaded, "The gateway's response store is full; retry later."),
+                              obs::reject_reason::queue_full, &extra);
+  }
+  auto rec = std::get<std::shared_ptr<jobs::response_record>>(std::move(made));
+  // background + stream: the client follows its job from the start; leaving does not cancel it.
+  if (ctx.stream) co_return co_await follow(ctx, std::move(rec), -1);
+  // As it was queued (a worker slot may have taken it already: GET says so).
+  co_await send_json(ctx, bhttp::status::ok, std::move(queued), "application/json");
+}
+
+task<void> pipeline::serve_stored(request_context& ctx, const http::request& req) {
+  auto* store = cfg_.svc.responses;
+  auto rec = store ? store->find(ctx.response_id) : nullptr;
+  // Another key's response is as unknown as a missing one.
+  if (!rec || rec->owner() != ctx.key_name) co_return co_await send_error(ctx, not_found(ctx.response_id));
+  if (ctx.response_cancel) {
+    if (!rec->background())
+      co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));
+    const auto st = rec->state();
+    if (jobs::is_final(st) && st != jobs::status::cancelled)
+      co_return co_await send_error(ctx, error::make(errc::bad_request, "Cannot cancel a response that has already finished (status " +
+                                                                         std::string(jobs::to_string(st)) + ").",
+                                                     "response_id"));
+    store->cancel(ctx.response_id,
+                  [](const jobs::response_record& r) { return response_object_with(r.object(), jobs::status::cancelled); });
+    // A running job ends on its own thread; the answer already says what it will say.
+    co_return co_await send_json(ctx, bhttp::status::ok, response_object_with(rec->object(), jobs::status::cancelled),
+                                 "application/json");
+  }
+  const std::string_view target = req.target();
+  if (query_value(target, "stream") == "true") {
+    std::int64_t after = -1;
+    if (auto v = query_value(target, "starting_after"); !v.empty()) {
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), after);
+      if (ec != std::errc{} || p != v.data() + v.size() || after < 0)
+        co_return co_await send_error(ctx, error::make(errc::bad_request, "starting_after must be a sequence number (an integer >= 0).",
+                                                       "starting_after"));
+    }
+    co_return co_await follow(ctx, std::move(rec), after);
+  }
+  co_await send_json(ctx, bhttp::status::ok, rec->object(), "application/json");
+}
+
+task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after) {
+  std::optional<obs::gauge_hold> following;
+  if (cfg_.svc.jobs) following.emplace(cfg_.svc.jobs->followers());
+  bhttp::response<bhttp::empty_body> head{bhttp::status::ok, ctx.version};
+  head.set(bhttp::field::content_type, "text/event-stream");
+  head.set(bhttp::field::cache_control, "no-cache");
+  head.set("x-accel-buffering", "no");
+  head.set("x-request-id", ctx.request_id);
+  head.keep_alive(ctx.keep_alive);
+  ctx.end.kind = end_kind::stream;
+  ctx.end.status = 200;
+  if (!co_await ctx.conn.write_head(head)) {
+    ctx.end.outcome = obs::outcome::cancelled;
+    ctx.end.reason = to_string(cancel_reason::client_gone);
+    co_return;
+  }
+  jobs::wakeup wake(co_await net::this_coro::executor);
+  rec->follow(wake.get_handle());
+  std::int64_t last = after;
+  std::string out;
+  for (;;) {
+    auto batch = rec->read_after(last, follow_batch_bytes);
+    if (!batch.events.empty()) {
+      out.clear();
+      for (const auto& e : batch.events) out += e;
+      if (!co_await ctx.conn.write_chunk(out)) break;
+      last = batch.last_seq;
+      ctx.end.bytes_out += out.size();
+    }
+    if (batch.finished) {
+      ctx.end.written = (co_await ctx.conn.finish_chunks()).has_value();
+      co_return;
+    }
+    if (!batch.events.empty()) continue;
+    if (ctx.cancel.cancelled()) break;
+    if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) {
+      // The drain's cut: an in-band error, so the client resumes from `last` on another replica.
+      const auto e = error::make(errc::overloaded, "The gateway is shutting down; resume this stream with starting_after.");
+      (void)co_await ctx.conn.write_last_chunk(http::responses_error_event(e, last + 1));
+      ctx.end.outcome = obs::outcome::cancelled;
+      ctx.end.reason = to_string(cancel_reason::draining);
+      co_return;
+    }
+    co_await wake.wait(follow_recheck);
+  }
+  ctx.end.outcome = obs::outcome::cancelled;
+  ctx.end.reason = to_string(cancel_reason::client_gone);
+}
+
+task<void> pipeline::run_jobs(jobs::memory_store& store) {
+  jobs::wakeup wake(co_await net::this_coro::executor);
+  for (;;) {
+    auto cs = co_await net::this_coro::cancellation_state;
+    if (cs.cancelled() != net::cancellation_type::none) co_return;
+    // Draining: what is queued stays queued (memory mode loses it with the process; docs/queue.md).
+    if (cfg_.svc.drain.draining.load(std::memory_order_relaxed)) co_return;
+    auto rec = store.take_job();
+    if (!rec) {
+      store.wait_for_job(wake.get_handle());
+      co_await wake.wait(std::chrono::seconds(1));
+      continue;
+    }
+    if (!rec->start(response_object_with(rec->object(), jobs::status::in_progress))) continue;  // cancelled meanwhile
+    if (cfg_.svc.jobs) cfg_.svc.jobs->job_started();
+    co_await run_job(rec);
+    if (cfg_.svc.jobs) cfg_.svc.jobs->job_ended(rec->state());
+  }
+}
+
+namespace {
+// How a cancel from another thread finds the running job's sink (null once it ended).
+struct job_stop {
+  job_sink* sink;
+};
+}  // namespace
+
+task<void> pipeline::run_job(std::shared_ptr<jobs::response_record> rec) {
+  job_sink sink(rec);
+  request_context ctx(sink, 11);
+  ctx.request_id = rec->id();
+  http::request req{bhttp::verb::post, "/v1/responses", 11};
+  for (const auto& [k, v] : rec->headers()) req.insert(k, v);
+  req.body() = rec->body();
+  req.prepare_payload();
+  ctx.bytes_in = req.body().size();
+  if (auto bad = parse(ctx, req)) {
+    // Validated when it was created: only a configuration change in between gets here.
+    co_await send_error(ctx, *bad);
+    finish(ctx);
+    sink.conclude("invalid_request");
+    co_return;
+  }
+  auto stop = std::make_shared<job_stop>(job_stop{&sink});
+  {
+    auto watch = sink.watch_peer(ctx.cancel);
+    auto ex = co_await net::this_coro::executor;
+    rec->on_cancel([stop, ex] {
+      net::post(ex, [stop] {
+        if (stop->sink) stop->sink->cancel();
+      });
+    });
+    co_await forward(ctx, req, false);
+  }
+  rec->on_cancel(nullptr);
+  stop->sink = nullptr;
+  finish(ctx);
+  sink.conclude(ctx.end.reason);
+}
+
+}  // namespace sluice::proxy

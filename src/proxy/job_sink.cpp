@@ -1,0 +1,242 @@
+#include "proxy/job_sink.hpp"
+
+#include <openssl/rand.h>
+
+#include <chrono>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "proxy/event_scan.hpp"
+
+namespace sluice::proxy {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string sse_text(std::string_view type, std::string_view data) {
+  std::string out;
+  out.reserve(type.size() + data.size() + 16);
+  if (!type.empty()) out.append("event: ").append(type).append("\n");
+  out.append("data: ").append(data).append("\n\n");
+  return out;
+}
+
+std::optional<jobs::status> status_of(std::string_view s) {
+  if (s == "queued") return jobs::status::queued;
+  if (s == "in_progress") return jobs::status::in_progress;
+  if (s == "completed") return jobs::status::completed;
+  if (s == "failed") return jobs::status::failed;
+  if (s == "cancelled") return jobs::status::cancelled;
+  if (s == "incomplete") return jobs::status::incomplete;
+  return std::nullopt;
+}
+
+// The message and code of an OpenAI-shaped error body; defaults when it is not one.
+std::pair<std::string, std::string> error_of(std::string_view body, unsigned status) {
+  std::string code = "upstream_error", message = "The upstream answered " + std::to_string(status) + ".";
+  error_code ec;
+  auto v = json::parse(body, ec);
+  if (ec || !v.is_object()) return {code, message};
+  const auto* e = v.as_object().if_contains("error");
+  if (!e || !e->is_object()) return {code, message};
+  if (const auto* m = e->as_object().if_contains("message"); m && m->is_string()) message = std::string(m->as_string());
+  if (const auto* c = e->as_object().if_contains("code"); c && c->is_string()) code = std::string(c->as_string());
+  else if (const auto* t = e->as_object().if_contains("type"); t && t->is_string()) code = std::string(t->as_string());
+  return {code, message};
+}
+
+}  // namespace
+
+std::string new_response_id() {
+  unsigned char raw[16];
+  if (RAND_bytes(raw, sizeof raw) != 1) throw std::runtime_error("RAND_bytes failed");
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id = "resp_";
+  for (unsigned char b : raw) {
+    id.push_back(hex[b >> 4]);
+    id.push_back(hex[b & 0xF]);
+  }
+  return id;
+}
+
+std::string queued_response_object(std::string_view id, std::string_view model, bool background,
+                                   std::string_view request_body) {
+  json::object o;
+  o["id"] = id;
+  o["object"] = "response";
+  o["created_at"] = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  o["status"] = "queued";
+  o["background"] = background;
+  o["model"] = model;
+  o["output"] = json::array();
+  o["error"] = nullptr;
+  o["incomplete_details"] = nullptr;
+  o["usage"] = nullptr;
+  error_code ec;
+  auto req = json::parse(request_body, ec);
+  if (!ec && req.is_object()) {
+    for (const char* k : {"instructions", "metadata", "max_output_tokens", "temperature", "top_p", "previous_response_id",
+                          "tools", "tool_choice", "text", "reasoning"})
+      if (const auto* v = req.as_object().if_contains(k)) o[k] = *v;
+  }
+  return json::serialize(o);
+}
+
+std::string response_object_with(std::string_view object, jobs::status s, std::string_view err_code,
+                                  std::string_view err_message) {
+  error_code ec;
+  auto v = json::parse(object, ec);
+  if (ec || !v.is_object()) return std::string(object);
+  auto& o = v.as_object();
+  o["status"] = jobs::to_string(s);
+  if (!err_code.empty()) {
+    json::object e;
+    e["code"] = err_code;
+    e["message"] = err_message;
+    o["error"] = std::move(e);
+  }
+  return json::serialize(o);
+}
+
+job_sink::job_sink(std::shared_ptr<jobs::response_record> rec) : rec_(std::move(rec)), object_(rec_->object()) {
+  error_code ec;
+  auto v = json::parse(object_, ec);
+  if (!ec && v.is_object())
+    if (const auto* c = v.as_object().if_contains("created_at"); c && c->is_int64()) created_at_ = c->as_int64();
+}
+
+task<result<void>> job_sink::write(http::response& res) {
+  // A whole answer to a streamed request: an error (the upstream's, or the gateway's own).
+  bytes_ += res.body().size();
+  const unsigned status = res.result_int();
+  if (status / 100 == 2) {
+    fail("unexpected_response", "The upstream answered without a stream.");
+  } else {
+    auto [code, message] = error_of(res.body(), status);
+    fail(code, message);
+  }
+  co_return ok;
+}
+
+task<result<void>> job_sink::write_head(bhttp::response<bhttp::empty_body>&) { co_return ok; }
+
+void job_sink::hold_head(bhttp::response<bhttp::empty_body>&) {}
+
+task<result<void>> job_sink::flush_head() { co_return ok; }
+
+task<result<void>> job_sink::write_chunk(std::string_view data) {
+  bytes_ += data.size();
+  auto fed = parser_.feed(data, [this](const sse::event_view& ev) { return on_event(ev); });
+  if (!fed) malformed_ = true;
+  if (too_large_ || malformed_ || gone_) {
+    gone_ = true;  // the relay stops and closes the upstream, as for a client that left
+    co_return error::make(errc::cancelled, "job stopped");
+  }
+  co_return ok;
+}
+
+task<result<void>> job_sink::finish_chunks() { co_return ok; }
+
+task<result<void>> job_sink::write_last_chunk(std::string_view data) { co_return co_await write_chunk(data); }
+
+http::downstream::peer_watch job_sink::watch_peer(http::peer_listener& l) {
+  listener_ = &l;
+  return peer_watch(*this);
+}
+
+void job_sink::cancel() noexcept {
+  gone_ = true;
+  if (auto* l = std::exchange(listener_, nullptr)) l->on_peer_gone();
+}
+
+bool job_sink::on_event(const sse::event_view& ev) {
+  event_facts facts;
+  if (!scan_event(ev.data, facts)) return true;  // not a JSON object ([DONE], a comment-like data line): not stored
+  std::int64_t seq = facts.sequence_number;
+  const std::int64_t last = rec_->last_seq();
+  const bool renumber = seq < 0 || seq <= last;
+  if (renumber) seq = last + 1;
+  std::string data;
+  // Lifecycle events carry the response object: its id becomes the gateway's, and it is kept.
+  const bool lifecycle = ev.data.find("\"response\":{") != std::string_view::npos;
+  if (lifecycle || renumber) {
+    error_code ec;
+    auto v = json::parse(ev.data, ec);
+    if (ec || !v.is_object()) return true;
+    auto& o = v.as_object();
+    if (renumber) o["sequence_number"] = seq;
+    if (auto* r = o.if_contains("response"); r && r->is_object()) {
+      auto& ro = r->as_object();
+      // The response is the gateway's: its id, its creation time, stored, run in the background.
+      ro["id"] = rec_->id();
+      if (created_at_) ro["created_at"] = *created_at_;
+      ro["store"] = true;
+      if (rec_->background()) ro["background"] = true;
+      std::optional<jobs::status> s;
+      if (const auto* st = ro.if_contains("status"); st && st->is_string()) s = status_of(st->as_string());
+      object_ = json::serialize(ro);
+      rec_->set_object(object_, s);
+    }
+    data = json::serialize(o);
+  } else {
+    data = std::string(ev.data);
+  }
+  if (!rec_->append(seq, sse_text(ev.type, data))) {
+    too_large_ = true;
+    return false;
+  }
+  using tk = event_facts::type_kind;
+  switch (facts.type) {
+    case tk::completed: final_ = jobs::status::completed; break;
+    case tk::incomplete: final_ = jobs::status::incomplete; break;
+    case tk::failed: final_ = jobs::status::failed; break;
+    case tk::error: {
+      final_ = jobs::status::failed;
+      auto [code, message] = error_of("{\"error\":" + std::string(ev.data) + "}", 502);
+      error_code_ = code;
+      error_message_ = message;
+      break;
+    }
+    default: break;
+  }
+  return true;
+}
+
+void job_sink::fail(std::string_view code, std::string_view message) {
+  if (rec_->state() != jobs::status::in_progress) return;
+  json::object e;
+  const std::int64_t seq = rec_->last_seq() + 1;
+  e["type"] = "error";
+  e["sequence_number"] = seq;
+  e["code"] = code;
+  e["message"] = message;
+  e["param"] = nullptr;
+  rec_->append(seq, sse_text("error", json::serialize(e)));  // may not fit: the record still ends failed
+  rec_->finish(jobs::status::failed, response_object_with(object_, jobs::status::failed, code, message));
+}
+
+void job_sink::conclude(std::string_view why) {
+  if (jobs::is_final(rec_->state())) return;
+  if (rec_->cancel_requested()) {
+    rec_->finish(jobs::status::cancelled, response_object_with(object_, jobs::status::cancelled));
+    return;
+  }
+  if (too_large_) return fail("response_too_large", "The response's events passed response-max-bytes.");
+  if (malformed_) return fail("upstream_malformed", "The upstream sent a malformed event stream.");
+  if (final_) {
+    // The terminal event's response object is the final one; a bare error event fails it.
+    if (*final_ == jobs::status::failed && rec_->state() == jobs::status::in_progress) {
+      rec_->finish(jobs::status::failed,
+                   response_object_with(object_, jobs::status::failed, error_code_.empty() ? "upstream_error" : error_code_,
+                                        error_message_.empty() ? "The stream ended with an error." : error_message_));
+      return;
+    }
+    rec_->finish(*final_, response_object_with(object_, *final_));
+    return;
+  }
+  fail(why.empty() ? "stream_ended" : why, "The response ended before its final event.");
+}
+
+}  // namespace sluice::proxy
