@@ -6,7 +6,8 @@
 #   bash scripts/fuzz.sh --smoke [SECONDS] every target briefly (default 10 s) on a copy of the
 #                                         corpus, nothing written back: the CI run
 #   bash scripts/fuzz.sh --list           the targets
-# A crash, a leak, a timeout (10 s per input) or an out-of-memory (2 GiB) fails the run and leaves
+# A crash, a leak, a timeout (10 s per input; SLUICE_FUZZ_TIMEOUT for runs beside other work, where a
+# starved process makes a fast input look slow) or an out-of-memory (2 GiB) fails the run and leaves
 # the input in build-fuzz/artifacts/; turn each into a regression test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ mkdir -p "$build/artifacts"
 
 run() {  # target seconds corpus-dir...
   local t=$1 secs=$2; shift 2
-  "$build/fuzz/fuzz_$t" "$@" ${FUZZ_SEED:+-seed=$FUZZ_SEED} -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$build/fuzz/fuzz_$t" "$@" ${FUZZ_SEED:+-seed=$FUZZ_SEED} -max_total_time="$secs" -timeout="${SLUICE_FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$t-" -close_fd_mask=3 2>"$build/artifacts/$t.log" || {
     tail -n 60 "$build/artifacts/$t.log" >&2
     echo "fuzz: $t FAILED (input and log in $build/artifacts/)" >&2
