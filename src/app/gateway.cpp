@@ -96,6 +96,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
   schemas_ = std::make_unique<schema::schema_cache>(opts_.schema.cache_options());
   shared_->schema = &opts_.schema;
+  shared_->jobs = &opts_.jobs;
   shared_->schemas = schemas_.get();
   register_metrics();
 

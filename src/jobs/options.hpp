@@ -21,6 +21,10 @@ struct options {
   // Bytes of stored events per response; a job whose events pass it ends `failed`
   // (response_too_large) and its upstream is closed.
   std::uint64_t response_max_bytes = 4 * 1024 * 1024;
+  // A client's own `stream: true` Responses stream is stored (unless `store: false`) so that it can
+  // be resumed; a client that leaves does not end it while someone follows it, or for this long.
+  bool store_streams = true;
+  duration orphan_timeout = std::chrono::seconds(30);
   // How long a finished response stays retrievable (GET /v1/responses/{id}, a stream's resume).
   duration response_retention = std::chrono::minutes(60);
   // The in-process store (--queue memory): responses kept at once, and their bytes (request,

@@ -64,6 +64,12 @@ void response_record::follow(wakeup::handle h) {
   followers_.push_back(std::move(h));
 }
 
+std::size_t response_record::followers() const {
+  std::lock_guard l(mu_);
+  return static_cast<std::size_t>(std::count_if(followers_.begin(), followers_.end(),
+                                                 [](const wakeup::handle& f) { return !f.expired(); }));
+}
+
 std::uint64_t response_record::bytes() const {
   std::uint64_t head = 0;
   for (const auto& [k, v] : headers_) head += k.size() + v.size();

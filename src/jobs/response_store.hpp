@@ -80,6 +80,8 @@ class response_record {
   event_batch read_after(std::int64_t after, std::size_t max_bytes) const;
   // Registers a follower's wakeup, notified on every append and at the end.
   void follow(wakeup::handle h);
+  // Followers whose wakeup still lives.
+  std::size_t followers() const;
   // Bytes this record holds (request, object, events), as the store counts them.
   std::uint64_t bytes() const;
 

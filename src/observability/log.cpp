@@ -227,7 +227,7 @@ void log_stream_completed(const request_record& r) {
                               {"tokens_out", r.tokens_out},
                               {"bytes_in", r.bytes_in},
                               {"bytes_out", r.bytes_out}};
-  emit(spdlog::level::info, "stream completed", fields);
+  emit(spdlog::level::info, r.job ? "job completed" : "stream completed", fields);
 }
 
 void log_request_completed(const request_record& r) {
@@ -246,7 +246,7 @@ void log_request_completed(const request_record& r) {
                               {"tokens_out", r.tokens_out},
                               {"bytes_in", r.bytes_in},
                               {"bytes_out", r.bytes_out}};
-  emit(spdlog::level::info, "request completed", fields);
+  emit(spdlog::level::info, r.job ? "job completed" : "request completed", fields);
 }
 
 void log_request_refused(const request_record& r) {

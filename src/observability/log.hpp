@@ -96,6 +96,7 @@ struct request_record {
   std::uint64_t tokens_out = 0;
   std::uint64_t bytes_in = 0;   // request body bytes from the client
   std::uint64_t bytes_out = 0;  // response bytes to the client
+  bool job = false;  // a background job's run (docs/queue.md): msg "job completed", whatever its kind
 };
 
 void log_stream_completed(const request_record& r);   // info, msg "stream completed"

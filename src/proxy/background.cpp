@@ -156,7 +156,7 @@ task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response
   head.keep_alive(ctx.keep_alive);
   ctx.end.kind = end_kind::stream;
   ctx.end.status = 200;
-  if (!co_await ctx.conn.write_head(head)) {
+  if (!co_await ctx.conn->write_head(head)) {
     ctx.end.outcome = obs::outcome::cancelled;
     ctx.end.reason = to_string(cancel_reason::client_gone);
     co_return;
@@ -170,12 +170,12 @@ task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response
     if (!batch.events.empty()) {
       out.clear();
       for (const auto& e : batch.events) out += e;
-      if (!co_await ctx.conn.write_chunk(out)) break;
+      if (!co_await ctx.conn->write_chunk(out)) break;
       last = batch.last_seq;
       ctx.end.bytes_out += out.size();
     }
     if (batch.finished) {
-      ctx.end.written = (co_await ctx.conn.finish_chunks()).has_value();
+      ctx.end.written = (co_await ctx.conn->finish_chunks()).has_value();
       co_return;
     }
     if (!batch.events.empty()) continue;
@@ -183,7 +183,7 @@ task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response
     if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) {
       // The drain's cut: an in-band error, so the client resumes from `last` on another replica.
       const auto e = error::make(errc::overloaded, "The gateway is shutting down; resume this stream with starting_after.");
-      (void)co_await ctx.conn.write_last_chunk(http::responses_error_event(e, last + 1));
+      (void)co_await ctx.conn->write_last_chunk(http::responses_error_event(e, last + 1));
       ctx.end.outcome = obs::outcome::cancelled;
       ctx.end.reason = to_string(cancel_reason::draining);
       co_return;
@@ -224,6 +224,7 @@ struct job_stop {
 task<void> pipeline::run_job(std::shared_ptr<jobs::response_record> rec) {
   job_sink sink(rec);
   request_context ctx(sink, 11);
+  ctx.job = true;
   ctx.request_id = rec->id();
   http::request req{bhttp::verb::post, "/v1/responses", 11};
   for (const auto& [k, v] : rec->headers()) req.insert(k, v);

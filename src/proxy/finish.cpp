@@ -1,7 +1,8 @@
 // pipeline::finish: the one place a request is logged and counted. Every request the pipeline
 // reads, and every one it could not read (reject), ends here exactly once: one log line (stream
 // completed / request completed / request refused) and one sample of sluice_requests_total, with
-// the same route, outcome and reason. Probes are counted but not logged.
+// the same route, outcome and reason. Probes are counted but not logged. A background job's run
+// logs "job completed" and is counted in sluice_jobs_total instead.
 #include "observability/log.hpp"
 #include "proxy/pipeline.hpp"
 
@@ -19,9 +20,13 @@ void pipeline::finish(request_context& ctx) noexcept {
   const request_end& end = ctx.end;
   auto& m = cfg_.svc.requests;
   const double total_s = std::chrono::duration<double>(runtime::steady::now() - ctx.start).count();
-  m.requests_total(ctx.route, end.outcome).Increment();
-  m.request_duration_seconds(ctx.route).observe(total_s);
-  if (end.rejection) m.rejected(*end.rejection);
+  // A background job's run is not a client's request (its create and reads are): it is counted in
+  // sluice_jobs_total, and logged as "job completed".
+  if (!ctx.job) {
+    m.requests_total(ctx.route, end.outcome).Increment();
+    m.request_duration_seconds(ctx.route).observe(total_s);
+    if (end.rejection) m.rejected(*end.rejection);
+  }
   if (end.kind == end_kind::stream) m.overhead_seconds(obs::stage::relay).observe(end.relay_overhead_seconds);
   if (end.tokens_out) m.tokens_total(obs::direction::completion).Increment(static_cast<double>(end.tokens_out));
   if (end.tokens_in) m.tokens_total(obs::direction::prompt).Increment(static_cast<double>(end.tokens_in));
@@ -39,6 +44,7 @@ void pipeline::finish(request_context& ctx) noexcept {
   rec.duration_ms = total_s * 1000.0;
   rec.bytes_in = ctx.bytes_in;
   rec.bytes_out = end.bytes_out;
+  rec.job = ctx.job;
   switch (end.kind) {
     case end_kind::stream:
       rec.ttft_ms = end.first_event == runtime::steady::time_point{}

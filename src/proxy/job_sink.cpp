@@ -100,90 +100,83 @@ std::string response_object_with(std::string_view object, jobs::status s, std::s
   return json::serialize(o);
 }
 
-job_sink::job_sink(std::shared_ptr<jobs::response_record> rec) : rec_(std::move(rec)), object_(rec_->object()) {
+response_recorder::response_recorder(std::shared_ptr<jobs::response_record> rec)
+    : rec_(std::move(rec)), rewrite_(true), object_(rec_->object()) {
   error_code ec;
   auto v = json::parse(object_, ec);
   if (!ec && v.is_object())
     if (const auto* c = v.as_object().if_contains("created_at"); c && c->is_int64()) created_at_ = c->as_int64();
 }
 
-task<result<void>> job_sink::write(http::response& res) {
-  // A whole answer to a streamed request: an error (the upstream's, or the gateway's own).
-  bytes_ += res.body().size();
-  const unsigned status = res.result_int();
-  if (status / 100 == 2) {
-    fail("unexpected_response", "The upstream answered without a stream.");
-  } else {
-    auto [code, message] = error_of(res.body(), status);
-    fail(code, message);
-  }
-  co_return ok;
-}
+response_recorder::response_recorder(jobs::memory_store& store) : store_(&store) {}
 
-task<result<void>> job_sink::write_head(bhttp::response<bhttp::empty_body>&) { co_return ok; }
-
-void job_sink::hold_head(bhttp::response<bhttp::empty_body>&) {}
-
-task<result<void>> job_sink::flush_head() { co_return ok; }
-
-task<result<void>> job_sink::write_chunk(std::string_view data) {
-  bytes_ += data.size();
-  auto fed = parser_.feed(data, [this](const sse::event_view& ev) { return on_event(ev); });
+void response_recorder::feed(std::string_view data) {
+  if (stopped()) return;
+  // The relay writes whole events, so each event's own bytes are `data[from, ev.end)`; an event
+  // begun in an earlier write (not expected) is stored re-serialized instead.
+  const bool continued = parser_.pending_bytes() != 0;
+  std::size_t from = 0;
+  bool first = true;
+  auto fed = parser_.feed(data, [&](const sse::event_view& ev) {
+    std::string_view raw = (first && continued) || ev.end < from ? std::string_view{} : data.substr(from, ev.end - from);
+    first = false;
+    from = ev.end;
+    return on_event(ev, raw);
+  });
   if (!fed) malformed_ = true;
-  if (too_large_ || malformed_ || gone_) {
-    gone_ = true;  // the relay stops and closes the upstream, as for a client that left
-    co_return error::make(errc::cancelled, "job stopped");
-  }
-  co_return ok;
 }
 
-task<result<void>> job_sink::finish_chunks() { co_return ok; }
-
-task<result<void>> job_sink::write_last_chunk(std::string_view data) { co_return co_await write_chunk(data); }
-
-http::downstream::peer_watch job_sink::watch_peer(http::peer_listener& l) {
-  listener_ = &l;
-  return peer_watch(*this);
+bool response_recorder::open(const std::string& upstream_id, const std::string& object) {
+  jobs::new_response r{upstream_id, false, object, {}, {}, owner_};
+  auto made = store_->create(std::move(r), false);
+  auto* rec = std::get_if<std::shared_ptr<jobs::response_record>>(&made);
+  store_ = nullptr;  // one try: a stream the store cannot take goes on unrecorded
+  if (!rec) return false;
+  rec_ = std::move(*rec);
+  return rec_->start(object);
 }
 
-void job_sink::cancel() noexcept {
-  gone_ = true;
-  if (auto* l = std::exchange(listener_, nullptr)) l->on_peer_gone();
-}
-
-bool job_sink::on_event(const sse::event_view& ev) {
+bool response_recorder::on_event(const sse::event_view& ev, std::string_view raw) {
   event_facts facts;
-  if (!scan_event(ev.data, facts)) return true;  // not a JSON object ([DONE], a comment-like data line): not stored
+  if (!scan_event(ev.data, facts)) return true;  // not a JSON object ([DONE]): not stored
+  const bool lifecycle = ev.data.find("\"response\":{") != std::string_view::npos;
+  if (!rec_ && !lifecycle) return true;  // a client's stream is recorded from its first lifecycle event
   std::int64_t seq = facts.sequence_number;
-  const std::int64_t last = rec_->last_seq();
+  const std::int64_t last = rec_ ? rec_->last_seq() : -1;
   const bool renumber = seq < 0 || seq <= last;
   if (renumber) seq = last + 1;
-  std::string data;
-  // Lifecycle events carry the response object: its id becomes the gateway's, and it is kept.
-  const bool lifecycle = ev.data.find("\"response\":{") != std::string_view::npos;
-  if (lifecycle || renumber) {
+  std::string text;
+  if (lifecycle || (renumber && rewrite_)) {
     error_code ec;
     auto v = json::parse(ev.data, ec);
     if (ec || !v.is_object()) return true;
     auto& o = v.as_object();
-    if (renumber) o["sequence_number"] = seq;
+    if (renumber && rewrite_) o["sequence_number"] = seq;
     if (auto* r = o.if_contains("response"); r && r->is_object()) {
       auto& ro = r->as_object();
-      // The response is the gateway's: its id, its creation time, stored, run in the background.
-      ro["id"] = rec_->id();
-      if (created_at_) ro["created_at"] = *created_at_;
-      ro["store"] = true;
-      if (rec_->background()) ro["background"] = true;
+      if (rewrite_) {
+        // The response is the gateway's: its id, its creation time, stored, run in the background.
+        ro["id"] = rec_->id();
+        if (created_at_) ro["created_at"] = *created_at_;
+        ro["store"] = true;
+        ro["background"] = true;
+      }
       std::optional<jobs::status> s;
       if (const auto* st = ro.if_contains("status"); st && st->is_string()) s = status_of(st->as_string());
       object_ = json::serialize(ro);
+      if (!rec_) {
+        const auto* id = ro.if_contains("id");
+        if (!store_ || !id || !id->is_string() || !open(std::string(id->as_string()), object_)) {
+          malformed_ = true;  // not recorded; the client's stream itself goes on
+          return true;
+        }
+      }
       rec_->set_object(object_, s);
     }
-    data = json::serialize(o);
-  } else {
-    data = std::string(ev.data);
+    if (rewrite_) text = sse_text(ev.type, json::serialize(o));
   }
-  if (!rec_->append(seq, sse_text(ev.type, data))) {
+  if (text.empty()) text = raw.empty() ? sse_text(ev.type, ev.data) : std::string(raw);
+  if (!rec_->append(seq, std::move(text))) {
     too_large_ = true;
     return false;
   }
@@ -204,8 +197,8 @@ bool job_sink::on_event(const sse::event_view& ev) {
   return true;
 }
 
-void job_sink::fail(std::string_view code, std::string_view message) {
-  if (rec_->state() != jobs::status::in_progress) return;
+void response_recorder::fail(std::string_view code, std::string_view message) {
+  if (!rec_ || rec_->state() != jobs::status::in_progress) return;
   json::object e;
   const std::int64_t seq = rec_->last_seq() + 1;
   e["type"] = "error";
@@ -217,9 +210,9 @@ void job_sink::fail(std::string_view code, std::string_view message) {
   rec_->finish(jobs::status::failed, response_object_with(object_, jobs::status::failed, code, message));
 }
 
-void job_sink::conclude(std::string_view why) {
-  if (jobs::is_final(rec_->state())) return;
-  if (rec_->cancel_requested()) {
+void response_recorder::conclude(std::string_view why, bool abandoned) {
+  if (!rec_ || jobs::is_final(rec_->state())) return;
+  if (rec_->cancel_requested() || abandoned) {
     rec_->finish(jobs::status::cancelled, response_object_with(object_, jobs::status::cancelled));
     return;
   }
@@ -227,7 +220,7 @@ void job_sink::conclude(std::string_view why) {
   if (malformed_) return fail("upstream_malformed", "The upstream sent a malformed event stream.");
   if (final_) {
     // The terminal event's response object is the final one; a bare error event fails it.
-    if (*final_ == jobs::status::failed && rec_->state() == jobs::status::in_progress) {
+    if (*final_ == jobs::status::failed) {
       rec_->finish(jobs::status::failed,
                    response_object_with(object_, jobs::status::failed, error_code_.empty() ? "upstream_error" : error_code_,
                                         error_message_.empty() ? "The stream ended with an error." : error_message_));
@@ -237,6 +230,114 @@ void job_sink::conclude(std::string_view why) {
     return;
   }
   fail(why.empty() ? "stream_ended" : why, "The response ended before its final event.");
+}
+
+task<result<void>> job_sink::write(http::response& res) {
+  // A whole answer to a streamed request: an error (the upstream's, or the gateway's own).
+  bytes_ += res.body().size();
+  const unsigned status = res.result_int();
+  if (status / 100 == 2) {
+    rec_.fail("unexpected_response", "The upstream answered without a stream.");
+  } else {
+    auto [code, message] = error_of(res.body(), status);
+    rec_.fail(code, message);
+  }
+  co_return ok;
+}
+
+task<result<void>> job_sink::write_chunk(std::string_view data) {
+  bytes_ += data.size();
+  rec_.feed(data);
+  if (rec_.stopped() || gone_) {
+    gone_ = true;  // the relay stops and closes the upstream, as for a client that left
+    co_return error::make(errc::cancelled, "job stopped");
+  }
+  co_return ok;
+}
+
+http::downstream::peer_watch job_sink::watch_peer(http::peer_listener& l) {
+  listener_ = &l;
+  return peer_watch(*this);
+}
+
+void job_sink::cancel() noexcept {
+  gone_ = true;
+  if (auto* l = std::exchange(listener_, nullptr)) l->on_peer_gone();
+}
+
+task<result<void>> recording_downstream::write_head(bhttp::response<bhttp::empty_body>& head) {
+  if (client_gone_) co_return ok;
+  auto w = co_await client_.write_head(head);
+  if (!w) client_left();
+  co_return keep_going() ? result<void>(ok) : w;
+}
+
+task<result<void>> recording_downstream::flush_head() {
+  if (client_gone_) co_return ok;
+  auto w = co_await client_.flush_head();
+  if (!w) client_left();
+  co_return keep_going() ? result<void>(ok) : w;
+}
+
+task<result<void>> recording_downstream::write_chunk(std::string_view data) {
+  rec_.feed(data);
+  if (!client_gone_) {
+    auto w = co_await client_.write_chunk(data);
+    if (!w) client_left();
+  }
+  if (!keep_going()) co_return error::make(errc::cancelled, "client gone");
+  co_return ok;
+}
+
+task<result<void>> recording_downstream::finish_chunks() {
+  if (client_gone_) co_return ok;
+  auto w = co_await client_.finish_chunks();
+  if (!w) client_left();
+  co_return w;
+}
+
+task<result<void>> recording_downstream::write_last_chunk(std::string_view data) {
+  rec_.feed(data);
+  if (client_gone_) co_return ok;
+  auto w = co_await client_.write_last_chunk(data);
+  if (!w) client_left();
+  co_return w;
+}
+
+http::downstream::peer_watch recording_downstream::watch_peer(http::peer_listener& l) {
+  listener_ = &l;
+  client_watch_.emplace(client_.watch_peer(*this));
+  return peer_watch(*this);
+}
+
+void recording_downstream::end_watch() noexcept {
+  listener_ = nullptr;
+  client_watch_.reset();
+}
+
+void recording_downstream::on_peer_gone() noexcept {
+  client_left();
+  // Not (yet) recorded: the request ends as for any client that leaves.
+  if (!rec_.recording())
+    if (auto* l = std::exchange(listener_, nullptr)) l->on_peer_gone();
+}
+
+void recording_downstream::client_left() noexcept {
+  if (client_gone_) return;
+  client_gone_ = true;
+  unfollowed_since_ = runtime::steady::now();
+}
+
+bool recording_downstream::keep_going() {
+  if (!client_gone_) return true;
+  if (!rec_.recording()) return false;
+  if (rec_.record()->followers() != 0) {
+    unfollowed_since_ = runtime::steady::now();
+    return true;
+  }
+  if (runtime::steady::now() - unfollowed_since_ < orphan_timeout_) return true;
+  abandoned_ = true;  // no one came back for it
+  return false;
 }
 
 }  // namespace sluice::proxy

@@ -4,6 +4,7 @@
 #include "proxy/pipeline.hpp"
 
 #include "http/error_response.hpp"
+#include "proxy/job_sink.hpp"
 #include "proxy/outcomes.hpp"
 #include "proxy/request_id.hpp"
 #include "proxy/upstream_request.hpp"
@@ -140,11 +141,26 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
 task<void> pipeline::serve(request_context& ctx, http::request& req) {
   if (auto bad = parse(ctx, req)) co_return co_await send_error(ctx, *bad);
   if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, req);
+  // A client's Responses stream is recorded as it is relayed, so that it can be resumed
+  // (background.cpp, docs/queue.md): its writes go through the recorder to the client.
+  std::unique_ptr<recording_downstream> recorded;
+  http::downstream* const client = ctx.conn;
+  if (records_stream(ctx)) {
+    recorded = std::make_unique<recording_downstream>(*client, *cfg_.svc.responses, cfg_.jobs->orphan_timeout);
+    ctx.conn = recorded.get();
+  }
+  struct restore_conn {
+    request_context& ctx;
+    http::downstream* client;
+    ~restore_conn() { ctx.conn = client; }
+  } restore{ctx, client};
   // From here until the answer is written, a client that goes away cancels the request at once,
-  // in whatever phase it is: queued, held, backing off, exchanging or streaming.
-  auto watch = ctx.conn.watch_peer(ctx.cancel);
+  // in whatever phase it is: queued, held, backing off, exchanging or streaming (a recorded
+  // stream runs on while someone follows it, or for orphan-timeout).
+  auto watch = ctx.conn->watch_peer(ctx.cancel);
   admission_ticket ticket;
   if (!co_await authenticate(ctx, req, ticket)) co_return;
+  if (recorded) recorded->recorder().set_owner(ctx.key_name);
   if (!ctx.response_id.empty()) co_return co_await serve_stored(ctx, req);
   if (ctx.background) co_return co_await create_background(ctx, req);
   if (!co_await admit(ctx, ticket)) co_return;
@@ -152,6 +168,7 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   // The key's token reservation settles to what the request used (the permit's end tells the
   // shared store, or the local bucket).
   if (ticket.key) ticket.key->used_tokens(tokens_used(ctx));
+  if (recorded) recorded->conclude(ctx.end.reason);
 }
 
 std::optional<error> pipeline::parse(request_context& ctx, const http::request& req) {
@@ -218,6 +235,11 @@ std::optional<error> pipeline::parse_stored(request_context& ctx, const http::re
     return error::make(errc::method_not_allowed, "Method " + std::string(req.method_string()) +
                                                      " is not allowed here; use " + std::string(bhttp::to_string(want)) + ".");
   return std::nullopt;
+}
+
+bool pipeline::records_stream(const request_context& ctx) const noexcept {
+  return ctx.which == api::responses && ctx.route == obs::route::responses && ctx.stream && ctx.store &&
+         !ctx.background && ctx.response_id.empty() && cfg_.svc.responses && cfg_.jobs && cfg_.jobs->store_streams;
 }
 
 task<bool> pipeline::authenticate(request_context& ctx, const http::request& req, admission_ticket& t) {

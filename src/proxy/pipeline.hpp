@@ -34,6 +34,8 @@ struct shared_config {
   // Structured outputs: the schema-* settings and the process-wide compiled-schema cache (null: off).
   const schema_options* schema = nullptr;
   schema::schema_cache* schemas = nullptr;
+  // Background responses and stored streams (docs/queue.md); null: off.
+  const jobs::options* jobs = nullptr;
 };
 
 // Held for the whole upstream exchange: the per-key slot, then the global slot (+ memory).
@@ -63,6 +65,8 @@ class pipeline final : public http::request_handler {
   task<void> serve(request_context& ctx, http::request& req);
   // Route, method, body: fills ctx or returns the 400/404/405 to answer.
   std::optional<error> parse(request_context& ctx, const http::request& req);
+  // A client's Responses stream that is recorded for resume (store-streams, not store: false).
+  bool records_stream(const request_context& ctx) const noexcept;
   // /v1/responses/{id}[/cancel]: the id and the method.
   std::optional<error> parse_stored(request_context& ctx, const http::request& req, std::string_view rest);
   // Client key and its limits; answers the 401/429 itself (false).

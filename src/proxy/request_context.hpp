@@ -40,17 +40,20 @@ struct request_end {
 };
 
 struct request_context {
-  request_context(http::downstream& c, unsigned http_version) : conn(c), version(http_version) {}
+  request_context(http::downstream& c, unsigned http_version) : conn(&c), version(http_version) {}
   request_context(const request_context&) = delete;
   request_context& operator=(const request_context&) = delete;
 
-  http::downstream& conn;  // the client's connection, or a background job's event log
+  // The client's connection; a background job's event log; or the client's connection recorded
+  // (a stored Responses stream, background.cpp).
+  http::downstream* conn;
   std::string request_id;
   obs::route route = obs::route::other;
   api which = api::chat_completions;
   std::string path;  // the upstream path: /v1/chat/completions, /v1/models, ...
   unsigned version;
   bool keep_alive = false;
+  bool job = false;  // a background job's run (background.cpp), not a client's request
   runtime::steady::time_point start = runtime::steady::now();
   std::uint64_t bytes_in = 0;
 

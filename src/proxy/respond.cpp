@@ -71,7 +71,7 @@ task<void> pipeline::send_error(request_context& ctx, const error& e, const bhtt
   end.outcome = outcome_of_error(e);
   end.reason = reason_of(e);
   end.bytes_out = res.body().size();
-  auto w = co_await ctx.conn.write(res);
+  auto w = co_await ctx.conn->write(res);
   end.written = w.has_value();
 }
 
@@ -94,7 +94,7 @@ task<void> pipeline::send_json(request_context& ctx, bhttp::status status, std::
   ctx.end.status = static_cast<int>(status);
   ctx.end.outcome = outcome_of_status(static_cast<unsigned>(status));
   ctx.end.bytes_out = res.body().size();
-  auto w = co_await ctx.conn.write(res);
+  auto w = co_await ctx.conn->write(res);
   ctx.end.written = w.has_value();
 }
 
@@ -160,7 +160,7 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   end.status = static_cast<int>(status);
   end.outcome = outcome_of_status(status);
   end.bytes_out = res.body().size();
-  auto w = co_await ctx.conn.write(res);
+  auto w = co_await ctx.conn->write(res);
   end.written = w.has_value();
 }
 
@@ -178,17 +178,17 @@ task<bool> pipeline::write_stream_head(request_context& ctx, exchange& x) {
   if (x.response->has_buffered_body()) {
     // The first events came with the upstream's head: the head goes out with them, in one write
     // (the relay writes a held head alone before it waits for more).
-    ctx.conn.hold_head(head);
+    ctx.conn->hold_head(head);
     co_return true;
   }
-  auto w = co_await ctx.conn.write_head(head);
+  auto w = co_await ctx.conn->write_head(head);
   co_return w.has_value();
 }
 
 // Frames on the way to the relay live as long as the stream: the head is written by its own
 // coroutine, the accounting after it is a plain function, so this frame holds little but the relay.
 task<void> pipeline::relay_stream(request_context& ctx, exchange& x, bool usage_injected) {
-  sse_relay relay(ctx.conn, *x.response, ctx.cancel, cfg_.proxy, cfg_.svc, ctx.start);
+  sse_relay relay(*ctx.conn, *x.response, ctx.cancel, cfg_.proxy, cfg_.svc, ctx.start);
   if (watchdog_) relay.watch(*watchdog_);
   relay.set_deadline(ctx.start + cfg_.router.settings().request_timeout);
   if (usage_injected) relay.strip_usage_chunk();

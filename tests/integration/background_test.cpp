@@ -233,3 +233,106 @@ TEST_F(Background, BadRequestsAreRefusedWithTheirField) {
   EXPECT_EQ(test::call(port, verb::get, "/v1/responses/bad%20id").result_int(), 404u);
   EXPECT_EQ(test::call(port, verb::post, "/v1/responses/resp_x").result_int(), 405u);
 }
+
+namespace {
+
+// A client's own Responses stream on a raw socket, read until `events` events arrived.
+struct open_stream {
+  test::client_socket c;
+  std::string got;
+  open_stream(std::uint16_t port, const std::string& body, const std::string& extra_headers = "") : c(port) {
+    c.send("POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  void read_events(std::size_t events) {
+    char buf[4096];
+    boost::system::error_code ec;
+    auto count = [&] {
+      std::size_t n = 0, pos = 0;
+      while ((pos = got.find("\ndata: ", pos)) != std::string::npos) ++n, ++pos;
+      return n;
+    };
+    while (count() < events && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
+  }
+  // The upstream's response id, from response.created.
+  std::string response_id() const {
+    auto pos = got.find("\"response\":{\"id\":\"");
+    if (pos == std::string::npos) return {};
+    pos += 18;
+    return got.substr(pos, got.find('"', pos) - pos);
+  }
+  // The last sequence number read whole.
+  std::int64_t last_seq() const {
+    auto end = got.rfind("\n\n");
+    auto pos = got.rfind("\"sequence_number\":", end);
+    return std::strtoll(got.c_str() + pos + 18, nullptr, 10);
+  }
+};
+
+}  // namespace
+
+TEST_F(Background, AClientsStreamIsResumedAfterItLeftExactlyAfterN) {
+  start();
+  const std::string body = R"({"model":"sim-1","input":"resume a foreground one","stream":true})";
+  std::string id;
+  std::int64_t n = 0;
+  {
+    open_stream s(port, body, "x-sim-tokens: 40\r\nx-sim-token-delay: 20ms\r\n");
+    s.read_events(6);
+    id = s.response_id();
+    n = s.last_seq();
+    ASSERT_FALSE(id.empty()) << s.got;
+  }  // the client leaves mid-stream
+  auto rest = parse_events(
+      test::call(port, verb::get, "/v1/responses/" + id + "?stream=true&starting_after=" + std::to_string(n)).body());
+  ASSERT_FALSE(rest.empty());
+  EXPECT_EQ(rest.front().seq, n + 1);
+  for (std::size_t i = 1; i < rest.size(); ++i) ASSERT_EQ(rest[i].seq, rest[i - 1].seq + 1);
+  EXPECT_EQ(rest.back().type, "response.completed");
+  EXPECT_EQ(sim->snapshot().streams_aborted, 0u) << "the upstream stream ran to its end";
+  EXPECT_EQ(status(id), "completed");
+}
+
+TEST_F(Background, AStreamNoOneFollowsIsCancelledAfterTheOrphanTimeout) {
+  sim::options so;  // started by hand: a short orphan-timeout
+  so.listen = "127.0.0.1:0";
+  so.tokens = 12;
+  sim = std::make_unique<sim::server>(so);
+  auto sp = sim->start();
+  ASSERT_TRUE(sp.has_value());
+  app::serve_options go;
+  go.http.listen = "127.0.0.1:0";
+  go.http.threads = 1;
+  go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
+  go.jobs.orphan_timeout = std::chrono::milliseconds(200);
+  gw = std::make_unique<app::gateway>(go, "sk-upstream");
+  auto gp = gw->start();
+  ASSERT_TRUE(gp.has_value());
+  port = gp->port();
+  std::string id;
+  {
+    open_stream s(port, R"({"model":"sim-1","input":"left alone","stream":true})",
+                  "x-sim-tokens: 400\r\nx-sim-token-delay: 20ms\r\n");
+    s.read_events(4);
+    id = s.response_id();
+  }
+  ASSERT_LT(test::wait_until([&] { return sim->snapshot().streams_aborted == 1; }, 5s), 5s)
+      << "the upstream is closed once no one followed for orphan-timeout";
+  EXPECT_EQ(wait_final(id), "cancelled");
+}
+
+TEST_F(Background, StoreFalseStreamsAreNotKept) {
+  start();
+  auto r = test::call(port, verb::post, "/v1/responses", R"({"model":"sim-1","input":"not kept","stream":true,"store":false})");
+  ASSERT_EQ(r.result_int(), 200u);
+  auto events = parse_events(r.body());
+  ASSERT_FALSE(events.empty());
+  const std::string id(events.front().data.at("response").at("id").as_string());
+  EXPECT_EQ(test::call(port, verb::get, "/v1/responses/" + id).result_int(), 404u);
+  auto kept = test::call(port, verb::post, "/v1/responses", R"({"model":"sim-1","input":"kept","stream":true})");
+  auto kept_events = parse_events(kept.body());
+  const std::string kept_id(kept_events.front().data.at("response").at("id").as_string());
+  auto stored = get(kept_id);
+  EXPECT_EQ(stored.at("status").as_string(), "completed");
+  EXPECT_EQ(output_text(stored), output_text(kept_events.back().data.at("response").as_object()));
+}
