@@ -12,6 +12,9 @@
 #include <string_view>
 #include <utility>
 
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
 #include "core/error.hpp"
 #include "http/downstream.hpp"
 #include "http/request_framing.hpp"
@@ -89,6 +92,8 @@ class connection final : public runtime::watchdog::item, public downstream {
   // The framing rules on a parsed head (request_framing); rewrites an absolute-form target to its path.
   std::optional<error> check_framing(request& head);
   task<void> discard_input(std::uint64_t limit);
+  // The rest of a request's body into the parser (request_framing.hpp: hold_body_bytes).
+  task<error_code> read_body(bhttp::request_parser<bhttp::string_body>& parser);
   template <class Buffers>
   task<result<void>> write_streamed(const Buffers& buffers);
   task<bool> write_rest_of_head(std::size_t from, std::size_t& n);

@@ -147,8 +147,8 @@ task<result<request>> connection::read_request() {
     co_return std::move(*refused);
   }
 
-  if (!parser.is_done() && buffer_.size() != 0) {  // the body, as far as it came with the head
-    parser.eager(true);
+  parser.eager(true);
+  if (!parser.is_done() && !hold_body_bytes(parser.chunked(), buffer_.size())) {  // the body, as far as it came with the head
     error_code ec;
     buffer_.consume(parser.put(buffer_.data(), ec));
     if (ec == bhttp::error::need_more) ec = {};
@@ -164,9 +164,9 @@ task<result<request>> connection::read_request() {
   }
 
   if (!parser.is_done()) {
-    error_code ec;
-    auto r = co_await (bhttp::async_read(socket_, buffer_, parser, ec_out(ec)) || expire_after(opts_.body_timeout));
-    bool timed_out = r.index() == 1;
+    auto r = co_await (read_body(parser) || expire_after(opts_.body_timeout));
+    const bool timed_out = r.index() == 1;
+    const error_code ec = timed_out ? error_code{} : std::get<0>(r);
     if (timed_out || ec) co_return classify(ec, timed_out, false);
   }
   // The head buffer can hold a little of a pipelined next request; give back large capacity.
@@ -222,6 +222,29 @@ task<void> connection::linger_close() {
   socket_.shutdown(tcp::socket::shutdown_send, ec);
   if (ec) co_return;
   co_await (discard_input(opts_.linger_bytes) || expire_after(opts_.linger_timeout));
+}
+
+task<error_code> connection::read_body(bhttp::request_parser<bhttp::string_body>& parser) {
+  // Beast's read loop, less the puts of a chunked body's last few bytes (hold_body_bytes).
+  for (;;) {
+    if (!hold_body_bytes(parser.chunked(), buffer_.size())) {
+      error_code ec;
+      buffer_.consume(parser.put(buffer_.data(), ec));
+      if (ec && ec != bhttp::error::need_more) co_return ec;
+      if (parser.is_done()) co_return error_code{};
+    }
+    const std::size_t room = buffer_.max_size() - buffer_.size();
+    if (room == 0) co_return bhttp::error::buffer_overflow;
+    error_code ec;
+    const std::size_t n =
+        co_await socket_.async_read_some(buffer_.prepare(std::min<std::size_t>(room, 16 * 1024)), ec_out(ec));
+    buffer_.commit(n);
+    if (ec == net::error::eof) {
+      parser.put_eof(ec);  // a body cut short: partial_message
+      co_return ec ? ec : error_code(bhttp::error::partial_message);
+    }
+    if (ec) co_return ec;
+  }
 }
 
 task<void> connection::discard_input(std::uint64_t limit) {

@@ -14,6 +14,16 @@
 
 namespace sluice::http {
 
+// Beast 1.81's chunked parser asserts in debug builds (BOOST_ASSERT, an abort) when a body's first
+// chunk is the final one, was put as exactly "0\r\n", and the next put brings four bytes
+// (boostorg/beast#2861, fixed in Boost 1.86; release builds handle it). A client controls that
+// split. No chunked body can end in fewer than five bytes ("0\r\n\r\n"), so the reader puts body
+// bytes of a chunked request only once at least five are buffered: nothing is lost by waiting.
+inline constexpr std::size_t chunked_put_min_bytes = 5;
+constexpr bool hold_body_bytes(bool chunked, std::size_t buffered) noexcept {
+  return buffered == 0 || (chunked && buffered < chunked_put_min_bytes);
+}
+
 // The values of every line of one field name, in order. Keeps the first `capacity`; `count` is the
 // number of lines seen (a request with more is refused: no honest client sends 5 Host lines).
 struct field_lines {

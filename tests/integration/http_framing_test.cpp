@@ -330,3 +330,24 @@ TEST_F(http_framing, oversized_head_is_answered_before_the_close) {
   EXPECT_EQ(ec, test::net::error::eof) << ec.message();
   expect_refused(reply{raw, ec == test::net::error::eof}, "HTTP/1.1 431 Request Header Fields Too Large");
 }
+
+// Found by the http_request fuzzer (2026-12-02): a chunked body whose only chunk is the final one,
+// sent as "0\r\n", then "\r", then "\n", made Beast 1.81's parser assert (boostorg/beast#2861): a
+// debug build of the gateway (the sanitizer build) aborted. The reader now holds a chunked body's
+// last bytes until five are there (http::hold_body_bytes); the request is answered and the gateway
+// lives on.
+TEST_F(http_framing, a_final_chunk_sent_a_byte_at_a_time_is_answered) {
+  for (const std::string& head_and_body : {std::string("0\r\n"), std::string("")}) {
+    test::client_socket c(port, 3000);
+    c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n" + head_and_body);
+    std::string rest = head_and_body.empty() ? "0\r\n\r\n" : "\r\n";
+    for (char ch : rest) {
+      std::this_thread::sleep_for(60ms);  // each piece its own read on the gateway's side
+      c.send(std::string(1, ch));
+    }
+    const std::string got = c.read_all();
+    EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 400") << "an empty body is not a chat request: " << got;
+  }
+  EXPECT_EQ(test::call(port, test::bhttp::verb::get, "/healthz").result_int(), 200u) << "the gateway lives on";
+}
