@@ -8,6 +8,7 @@
 #   bash bench/per_chunk.sh                                    # ~3 minutes
 #   SLUICE_BASELINE=/path/to/old/sluice bash bench/per_chunk.sh
 #
+# FLOOD_ARGS adds flags to every flood (e.g. "--path /v1/responses" for Responses streams).
 # Env: SLUICE (build/sluice, built when missing and NO_BUILD is not 1), SLUICE_BASELINE, REQUESTS
 # (20: the long flood's extra requests), PACED_TOKENS (50), PACED_DELAY (20ms), FAST_TOKENS (2000),
 # OUT (bench/out/per-chunk-<time>).
@@ -35,7 +36,8 @@ instructions() {
     --listen 127.0.0.1:"$port" --upstream http://127.0.0.1:"$sim" --threads 1 --log-level warn --drain-delay 0s
   local pid=$BENCH_LAST_PID
   bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start"
-  "$BIN" flood --target "http://127.0.0.1:$port" --concurrency "$conc" --requests "$n" --json --progress=false \
+  # shellcheck disable=SC2086  # FLOOD_ARGS is a list of flags
+  "$BIN" flood --target "http://127.0.0.1:$port" --concurrency "$conc" --requests "$n" --json --progress=false ${FLOOD_ARGS:-} \
     >"$OUT/flood-$n.json" || bench_die "flood failed"
   bench_stop "$pid"
   callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !seen {gsub(",", "", $1); print $1; seen = 1}'
