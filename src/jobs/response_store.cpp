@@ -225,8 +225,13 @@ void memory_store::wait_for_job(wakeup::handle h) {
   bool now = false;
   {
     std::lock_guard l(mu_);
-    if (queue_.empty()) idle_runners_.push_back(std::move(h));
-    else now = true;
+    if (queue_.empty()) {
+      // A runner re-registers after every idle wait: one entry per live runner, never more.
+      std::erase_if(idle_runners_, [&](const wakeup::handle& r) { return r.expired() || r.same_as(h); });
+      idle_runners_.push_back(std::move(h));
+    } else {
+      now = true;
+    }
   }
   if (now) h.notify();
 }
@@ -296,6 +301,11 @@ void memory_store::erase_locked(std::unordered_map<std::string, std::shared_ptr<
 std::size_t memory_store::stored() const {
   std::lock_guard l(mu_);
   return records_.size();
+}
+
+std::size_t memory_store::idle_runners() const {
+  std::lock_guard l(mu_);
+  return idle_runners_.size();
 }
 
 std::size_t memory_store::waiting() const {

@@ -160,6 +160,8 @@ class memory_store {
   std::size_t stored() const;
   std::uint64_t stored_bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }
   std::size_t waiting() const;
+  // Runners registered as idle (at most one entry per live runner).
+  std::size_t idle_runners() const;
   std::uint64_t evicted() const noexcept { return evicted_.load(std::memory_order_relaxed); }
   const options& settings() const noexcept { return opts_; }
 

@@ -27,6 +27,8 @@ class wakeup {
     handle() = default;
     void notify() const noexcept;
     bool expired() const noexcept { return s_.expired(); }
+    // The same wakeup.
+    bool same_as(const handle& o) const noexcept { return !s_.owner_before(o.s_) && !o.s_.owner_before(s_); }
 
    private:
     friend class wakeup;

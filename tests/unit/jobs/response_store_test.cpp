@@ -3,6 +3,8 @@
 // retention sweep.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include "jobs/response_store.hpp"
 
 using namespace sluice;
@@ -143,4 +145,22 @@ TEST(response_store, ACancelBeforeTheJobSetsItsStopStillStopsIt) {
   int stops = 0;
   a->on_cancel([&] { ++stops; });
   EXPECT_EQ(stops, 1);
+}
+
+// A worker slot re-registers as idle after every idle wait (once a second): the list keeps one entry
+// per live runner, however long it idles, and none for a runner that is gone.
+TEST(response_store, IdleRunnersAreKeptOncePerLiveRunner) {
+  boost::asio::io_context io;
+  memory_store s(small());
+  {
+    wakeup a(io.get_executor()), b(io.get_executor());
+    for (int i = 0; i < 100; ++i) {
+      s.wait_for_job(a.get_handle());
+      s.wait_for_job(b.get_handle());
+    }
+    EXPECT_EQ(s.idle_runners(), 2u);
+  }
+  wakeup c(io.get_executor());
+  s.wait_for_job(c.get_handle());
+  EXPECT_EQ(s.idle_runners(), 1u) << "the gone runners' entries are dropped";
 }
