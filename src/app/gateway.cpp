@@ -91,6 +91,8 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   jobs_metrics_ = std::make_shared<jobs::metrics>(*responses_);
   services_->responses = responses_.get();
   services_->jobs = jobs_metrics_.get();
+  services_->queue = queue_.get();
+  services_->redis = queue_ ? redis_.get() : nullptr;
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
@@ -130,8 +132,20 @@ void gateway::build_shared_limits() {
     keys_.reset();
     for (auto& sc : admission::shared_key_limits::scripts()) scripts.push_back(std::move(sc));
   }
+  const std::size_t queue_scripts = scripts.size();
+  if (opts_.jobs.queue == jobs::queue_backend::redis)
+    for (auto& sc : jobs::redis_queue::scripts()) scripts.push_back(std::move(sc));
   if (settings->server.tls && !tls_) tls_ = upstream::make_tls_context();
   redis_ = std::make_unique<redis::client>(pool_, std::move(*settings), std::move(scripts), tls_.get());
+  if (opts_.jobs.queue == jobs::queue_backend::redis) {
+    // The worker's consumer name is the replica's: unique per process start.
+    queue_ = std::make_unique<jobs::redis_queue>(opts_.redis.key_prefix, leases_->replica(), opts_.jobs,
+                                                 std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease));
+    queue_->attach(queue_scripts);
+    obs::log_info("jobs queued through redis", {{"role", jobs::to_string(opts_.jobs.role)},
+                                                {"worker", leases_->replica()},
+                                                {"worker_max_jobs", opts_.jobs.worker_max_jobs}});
+  }
   budgets_->attach(*redis_, budget_scripts);
   if (shared_keys_) shared_keys_->attach(*redis_, key_scripts, key_scripts + 1);
   shared_metrics_ = std::make_shared<redis::shared_metrics>(*redis_health_, *leases_);
@@ -179,10 +193,18 @@ result<tcp::endpoint> gateway::start() {
                                              opts_.admission.memory_sample_interval,
                                              [this](const admission::pressure_report& r) { log_pressure(r); }),
                     "memory pressure loop", true);
-  // The worker slots for background jobs, spread over the threads; the retention sweep on thread 0.
-  for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
-    const std::size_t t = static_cast<std::size_t>(i % workers_.size());
-    job_slots_.spawn(pool_.context(t).get_executor(), workers_[t].pipeline->run_jobs(*responses_), "job slot", true);
+  // The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
+  // starts each job on a thread); the retention sweep on thread 0.
+  if (queue_) {
+    redis_worker_ = std::make_unique<proxy::redis_worker>(
+        *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *workers_[t].pipeline; }, *jobs_metrics_,
+        drain_);
+    redis_worker_->start(job_slots_, opts_.jobs.runs_jobs());
+  } else {
+    for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
+      const std::size_t t = static_cast<std::size_t>(i % workers_.size());
+      job_slots_.spawn(pool_.context(t).get_executor(), workers_[t].pipeline->run_jobs(*responses_), "job slot", true);
+    }
   }
   background_.spawn(ex,
                     jobs::retention_loop(*responses_, *jobs_metrics_,

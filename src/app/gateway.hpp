@@ -32,7 +32,9 @@
 #include "routing/shared_budget.hpp"
 #include "schema/cache.hpp"
 #include "jobs/metrics.hpp"
+#include "jobs/redis_queue.hpp"
 #include "jobs/response_store.hpp"
+#include "proxy/redis_worker.hpp"
 #include "runtime/task_group.hpp"
 #include "runtime/worker_pool.hpp"
 
@@ -122,6 +124,9 @@ class gateway {
   // Background responses (docs/queue.md): the in-process store and job queue, its metrics, and
   // the worker slots that run its jobs (cancelled at stop).
   std::unique_ptr<jobs::memory_store> responses_;
+  // --queue redis: the fleet's queue and this process's worker side of it (built at start).
+  std::unique_ptr<jobs::redis_queue> queue_;
+  std::unique_ptr<proxy::redis_worker> redis_worker_;
   std::shared_ptr<jobs::metrics> jobs_metrics_;
   runtime::task_group job_slots_;
   // The background loops on thread 0 (memory pressure, probes, engine scrapes, the responses'

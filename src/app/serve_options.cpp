@@ -36,6 +36,8 @@ result<void> serve_options::validate() const {
   if (redis.enabled()) {
     if (auto r = redis.resolve(); !r) return std::move(r).err();
   }
+  if (jobs.queue == jobs::queue_backend::redis && !redis.enabled())
+    return error::make(errc::bad_request, "queue redis needs --redis (the Redis that holds the jobs and responses)");
   return ok;
 }
 

@@ -9,14 +9,27 @@ metrics::metrics(const memory_store& store) {
   auto& ended = counter_family("sluice_jobs_total", "Background jobs ended, by final state.");
   for (auto s : {status::completed, status::failed, status::cancelled, status::incomplete})
     ended_[static_cast<std::size_t>(s)] = &ended.Add({{"state", std::string(to_string(s))}});
+  auto& recorded = counter_family("sluice_recorded_streams_total",
+                                  "Clients' own Responses streams recorded for resume, by final state.");
+  for (auto s : {status::completed, status::failed, status::cancelled, status::incomplete})
+    recorded_[static_cast<std::size_t>(s)] = &recorded.Add({{"state", std::string(to_string(s))}});
   auto& refused = counter_family("sluice_jobs_refused_total", "Background requests refused, by reason.");
   queue_full_ = &refused.Add({{"reason", "queue_full"}});
   store_full_ = &refused.Add({{"reason", "store_full"}});
   gauge("sluice_jobs_worker_slots", "Background jobs this process runs at once (worker-max-jobs).")
       .Set(static_cast<double>(store.settings().worker_max_jobs));
+  claimed_ = &counter("sluice_jobs_claimed_total",
+                      "Jobs this worker claimed from a worker that died before starting them (--queue redis).");
+  lost_ = &counter("sluice_jobs_lost_total", "Running jobs found abandoned by their worker and failed as worker_lost (--queue redis).");
+  auto& errors = counter_family("sluice_queue_redis_errors_total", "Queue operations Redis did not answer (--queue redis).");
+  std::size_t i = 0;
+  for (const char* op : {"create", "read", "cancel", "take", "append"}) redis_errors_[i++] = &errors.Add({{"op", op}});
   const memory_store* s = &store;
-  scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot.", {},
-          [s] { return static_cast<double>(s->waiting()); });
+  scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot (--queue redis: the fleet's queue).", {},
+          [s, this] {
+            const auto shared = queue_length_.load(std::memory_order_relaxed);
+            return static_cast<double>(shared >= 0 ? static_cast<std::uint64_t>(shared) : s->waiting());
+          });
   scraped("sluice_responses_stored", "Responses held by the in-process store.", {},
           [s] { return static_cast<double>(s->stored()); });
   scraped("sluice_response_store_bytes", "Bytes of the responses held by the in-process store.", {},
@@ -28,6 +41,10 @@ metrics::metrics(const memory_store& store) {
 void metrics::job_ended(status s) noexcept {
   running_->Decrement();
   if (auto* c = ended_[static_cast<std::size_t>(s)]) c->Increment();
+}
+
+void metrics::stream_recorded(status s) noexcept {
+  if (auto* c = recorded_[static_cast<std::size_t>(s)]) c->Increment();
 }
 
 void metrics::refused(store_refusal why) noexcept {

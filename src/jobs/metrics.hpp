@@ -9,10 +9,19 @@
 //   sluice_responses_evicted_total      finished responses dropped early to make room
 //   sluice_responses_expired_total      finished responses dropped after response-retention
 //   sluice_response_followers           clients reading a stored response's events
+//   sluice_recorded_streams_total{state} clients' own Responses streams recorded for resume, by how
+//                                        they ended (cancelled: no one followed for orphan-timeout)
+//   --queue redis (the queue is the fleet's; sluice_jobs_waiting is its length, read every second):
+//   sluice_jobs_claimed_total           jobs this worker claimed from a worker that died before starting them
+//   sluice_jobs_lost_total              running jobs this process found abandoned (worker_lost)
+//   sluice_queue_redis_errors_total{op} queue operations Redis did not answer: create, read, cancel,
+//                                        take, append
 // Register with obs::metrics_registry::add_collectable; any thread.
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 
 #include "jobs/response_store.hpp"
 #include "observability/component_metrics.hpp"
@@ -25,8 +34,18 @@ class metrics final : public obs::component_metrics {
 
   void job_started() noexcept { running_->Increment(); }
   void job_ended(status s) noexcept;
+  void stream_recorded(status s) noexcept;
   void refused(store_refusal why) noexcept;
   void expired(std::size_t n) noexcept { expired_->Increment(static_cast<double>(n)); }
+  // --queue redis.
+  enum class redis_op : std::uint8_t { create, read, cancel, take, append };
+  void redis_error(redis_op op) noexcept { redis_errors_[static_cast<std::size_t>(op)]->Increment(); }
+  void claimed(std::size_t n) noexcept { claimed_->Increment(static_cast<double>(n)); }
+  void lost(std::size_t n) noexcept { lost_->Increment(static_cast<double>(n)); }
+  // The shared queue's length (sluice_jobs_waiting reads this instead of the local queue once set).
+  void queue_length(std::uint64_t n) noexcept {
+    queue_length_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+  }
   prometheus::Gauge& followers() noexcept { return *followers_; }
   double running() const { return running_->Value(); }
 
@@ -35,8 +54,13 @@ class metrics final : public obs::component_metrics {
   prometheus::Gauge* followers_ = nullptr;
   prometheus::Counter* expired_ = nullptr;
   std::array<prometheus::Counter*, 6> ended_{};
+  std::array<prometheus::Counter*, 6> recorded_{};
   prometheus::Counter* queue_full_ = nullptr;
   prometheus::Counter* store_full_ = nullptr;
+  prometheus::Counter* claimed_ = nullptr;
+  prometheus::Counter* lost_ = nullptr;
+  std::array<prometheus::Counter*, 5> redis_errors_{};
+  std::atomic<std::int64_t> queue_length_{-1};  // -1: not read (memory mode)
 };
 
 }  // namespace sluice::jobs

@@ -1,9 +1,41 @@
 #include "jobs/options.hpp"
 
+#include <string>
+
 namespace sluice::jobs {
 
+std::string_view to_string(queue_backend q) noexcept { return q == queue_backend::redis ? "redis" : "memory"; }
+std::string_view to_string(process_role r) noexcept {
+  switch (r) {
+    case process_role::front: return "front";
+    case process_role::worker: return "worker";
+    case process_role::both: break;
+  }
+  return "both";
+}
+
 void options::register_options(config::option_table& table) {
-  table.add("worker-max-jobs", "background jobs this process runs at once (one upstream stream each)", worker_max_jobs)
+  table
+      .add_custom({"queue", "where background jobs and stored responses live: memory (this process; lost on restart) or redis (needs --redis)",
+                   "memory",
+                   [this](std::string_view v) -> result<void> {
+                     if (v == "memory") queue = queue_backend::memory;
+                     else if (v == "redis") queue = queue_backend::redis;
+                     else return error::make(errc::bad_request, "queue: expected memory or redis");
+                     return ok;
+                   }})
+      .add_custom({"role", "what this process does: both (clients and jobs), front (clients only) or worker (jobs; serves probes and /metrics)",
+                   "both",
+                   [this](std::string_view v) -> result<void> {
+                     if (v == "both") role = process_role::both;
+                     else if (v == "front") role = process_role::front;
+                     else if (v == "worker") role = process_role::worker;
+                     else return error::make(errc::bad_request, "role: expected both, front or worker");
+                     return ok;
+                   }})
+      .add_duration("queue-poll-interval", "--queue redis: how often an idle worker asks for jobs and a follower looks for new events",
+                    poll_interval)
+      .add("worker-max-jobs", "background jobs this process runs at once (one upstream stream each)", worker_max_jobs)
       .add("jobs-max-waiting", "background jobs that may wait for a worker slot before new ones are refused",
            jobs_max_waiting)
       .add_size("response-max-bytes", "bytes of stored events per response; past it the job fails",
@@ -19,6 +51,10 @@ void options::register_options(config::option_table& table) {
 }
 
 result<void> options::validate() const {
+  if (role != process_role::both && queue != queue_backend::redis)
+    return error::make(errc::bad_request, "role " + std::string(to_string(role)) + " needs --queue redis (a memory queue is one process's)");
+  if (poll_interval < std::chrono::milliseconds(1) || poll_interval > std::chrono::seconds(1))
+    return error::make(errc::bad_request, "queue-poll-interval must be between 1ms and 1s");
   if (worker_max_jobs == 0) return error::make(errc::bad_request, "worker-max-jobs must be at least 1");
   if (response_max_bytes < 1024) return error::make(errc::bad_request, "response-max-bytes must be at least 1KiB");
   if (response_retention <= duration::zero()) return error::make(errc::bad_request, "response-retention must be positive");

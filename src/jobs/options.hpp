@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 #include "config/option_table.hpp"
 #include "core/error.hpp"
@@ -12,7 +13,19 @@
 
 namespace sluice::jobs {
 
+// Where jobs and stored responses live: this process (lost on restart) or Redis (a fleet's).
+enum class queue_backend : std::uint8_t { memory, redis };
+// What this process does: accept clients (front), run jobs (worker), or both (one process).
+enum class process_role : std::uint8_t { both, front, worker };
+std::string_view to_string(queue_backend q) noexcept;
+std::string_view to_string(process_role r) noexcept;
+
 struct options {
+  queue_backend queue = queue_backend::memory;  // `queue`
+  process_role role = process_role::both;       // `role`
+  // --queue redis: how often an idle worker asks for jobs, and a follower with nothing new looks
+  // for events again (Redis has no wakeup that crosses processes without a blocking connection).
+  duration poll_interval = std::chrono::milliseconds(20);
   // Jobs this process runs at once (each is one upstream stream); a job is taken only into a free slot.
   std::uint64_t worker_max_jobs = 64;
   // Background jobs that may wait for a slot; past it, a new background request is refused at once
@@ -32,6 +45,9 @@ struct options {
   // are left a new background request is refused (503 response_store_full).
   std::uint64_t memory_responses = 10000;
   std::uint64_t memory_response_bytes = 256ull * 1024 * 1024;
+
+  bool runs_jobs() const noexcept { return role != process_role::front; }
+  bool serves_clients() const noexcept { return role != process_role::worker; }
 
   void register_options(config::option_table& table);
   result<void> validate() const;

@@ -52,6 +52,7 @@ event_batch response_record::read_after(std::int64_t after, std::size_t max_byte
     if (!out.events.empty() && taken + it->text.size() > max_bytes) break;
     taken += it->text.size();
     out.events.push_back(it->text);
+    out.seqs.push_back(it->seq);
     out.last_seq = it->seq;
   }
   out.finished = is_final(status_) && it == events_.end();

@@ -42,6 +42,7 @@ struct stored_event {
 // What a follower reads in one go.
 struct event_batch {
   std::vector<std::string> events;  // SSE texts, in sequence order
+  std::vector<std::int64_t> seqs;   // their sequence numbers
   std::int64_t last_seq = -1;       // the last one's sequence number (unchanged `after` when none)
   bool finished = false;            // the log is complete: nothing follows these
 };

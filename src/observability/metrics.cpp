@@ -84,6 +84,8 @@ std::string_view to_string(reject_reason r) noexcept {
       return "limits_unavailable";
     case reject_reason::key_queue_full:
       return "key_queue_full";
+    case reject_reason::queue_unavailable:
+      return "queue_unavailable";
   }
   return "bad_request";
 }

@@ -45,7 +45,8 @@ enum class reject_reason : std::uint8_t {
   request_line_too_long,  // 414
   too_many_headers,       // 431 by field count
   limits_unavailable,     // 503: the shared limits could not decide (redis-failure-mode closed)
-  key_queue_full          // 503: the client key already has queue-per-key requests waiting
+  key_queue_full,         // 503: the client key already has queue-per-key requests waiting
+  queue_unavailable       // 503: the job queue (--queue redis) did not answer
 };
 enum class stage : std::uint8_t { parse, queue, ratelimit, connect, relay };
 enum class direction : std::uint8_t { prompt, completion };  // tokens
@@ -65,7 +66,7 @@ inline constexpr std::array all_reject_reasons = {reject_reason::queue_full,    
                                                   reject_reason::bad_framing,     reject_reason::request_line_too_long,
                                                   reject_reason::too_many_headers,
                                                   reject_reason::limits_unavailable,
-                                                  reject_reason::key_queue_full};
+                                                  reject_reason::key_queue_full, reject_reason::queue_unavailable};
 inline constexpr std::array all_stages = {stage::parse, stage::queue, stage::ratelimit, stage::connect, stage::relay};
 inline constexpr std::array all_directions = {direction::prompt, direction::completion};
 inline constexpr std::array all_byte_directions = {byte_direction::upstream, byte_direction::downstream};

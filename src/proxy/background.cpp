@@ -14,6 +14,7 @@
 #include "observability/gauge_hold.hpp"
 #include "proxy/job_sink.hpp"
 #include "proxy/pipeline.hpp"
+#include "sse/parser.hpp"
 
 namespace sluice::proxy {
 
@@ -72,11 +73,36 @@ std::string job_body(std::string_view body) {
   return json::serialize(o);
 }
 
-// Retry-After for a full job queue: the rounds of worker slots ahead of a new job, at least 1 s.
-std::uint64_t queue_retry_after(const jobs::memory_store& store) {
-  const auto slots = std::max<std::uint64_t>(1, store.settings().worker_max_jobs);
-  return std::clamp<std::uint64_t>(store.waiting() / slots, 1, 60);
+// Retry-After for a full job queue: the rounds of worker slots ahead of a new job (the slots of
+// one worker: a fleet's are not known here), 1-60 s.
+std::uint64_t queue_retry_after(std::uint64_t waiting, const jobs::options& o) {
+  const auto slots = std::max<std::uint64_t>(1, o.worker_max_jobs);
+  return std::clamp<std::uint64_t>(waiting / slots, 1, 60);
 }
+
+// `starting_after` of a stream's query: -1 when absent; nullopt when not a sequence number.
+std::optional<std::int64_t> starting_after(std::string_view target) {
+  std::int64_t after = -1;
+  if (auto v = query_value(target, "starting_after"); !v.empty()) {
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), after);
+    if (ec != std::errc{} || p != v.data() + v.size() || after < 0) return std::nullopt;
+  }
+  return after;
+}
+
+error bad_starting_after() {
+  return error::make(errc::bad_request, "starting_after must be a sequence number (an integer >= 0).", "starting_after");
+}
+
+error queue_unavailable() {
+  return error::make(errc::overloaded, "The job queue is unavailable; retry later.");
+}
+
+// How long a follower of a Redis-held response rides out Redis not answering before it ends the
+// stream in-band (the client resumes with starting_after).
+constexpr auto follow_redis_patience = std::chrono::seconds(2);
+// Events a follower of a Redis-held response takes in one read.
+constexpr std::size_t follow_batch_events = 128;
 
 error not_found(std::string_view id) {
   return error::make(errc::not_found, "No response found with id '" + std::string(id) + "'.", "response_id");
@@ -84,27 +110,30 @@ error not_found(std::string_view id) {
 
 }  // namespace
 
+task<void> pipeline::refuse_background(request_context& ctx, jobs::store_refusal why, std::uint64_t waiting) {
+  if (cfg_.svc.jobs) cfg_.svc.jobs->refused(why);
+  bhttp::fields extra;
+  if (why == jobs::store_refusal::queue_full) {
+    extra.set(bhttp::field::retry_after, std::to_string(queue_retry_after(waiting, *cfg_.jobs)));
+    co_return co_await refuse(ctx, error::make(errc::rate_limited, "Too many background responses are waiting; retry later."),
+                              obs::reject_reason::queue_full, &extra);
+  }
+  extra.set(bhttp::field::retry_after, "5");
+  co_await refuse(ctx, error::make(errc::overloaded, "The gateway's response store is full; retry later."),
+                  obs::reject_reason::queue_full, &extra);
+}
+
 task<void> pipeline::create_background(request_context& ctx, http::request& req) {
   auto* store = cfg_.svc.responses;
-  if (!store)
+  if (!store && !cfg_.svc.queue)
     co_return co_await send_error(ctx, error::make(errc::bad_request, "Background responses are not enabled on this gateway.",
                                                    "background"));
   const std::string id = new_response_id();
   std::string queued = queued_response_object(id, ctx.model, true, req.body());
   jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), std::string(ctx.key_name)};
+  if (cfg_.svc.queue) co_return co_await create_queued(ctx, std::move(r));
   auto made = store->create(std::move(r), true);
-  if (auto* why = std::get_if<jobs::store_refusal>(&made)) {
-    if (cfg_.svc.jobs) cfg_.svc.jobs->refused(*why);
-    bhttp::fields extra;
-    if (*why == jobs::store_refusal::queue_full) {
-      extra.set(bhttp::field::retry_after, std::to_string(queue_retry_after(*store)));
-      co_return co_await refuse(ctx, error::make(errc::rate_limited, "Too many background responses are waiting; retry later."),
-                                obs::reject_reason::queue_full, &extra);
-    }
-    extra.set(bhttp::field::retry_after, "5");
-    co_return co_await refuse(ctx, error::make(errc::overloaded, "The gateway's response store is full; retry later."),
-                              obs::reject_reason::queue_full, &extra);
-  }
+  if (auto* why = std::get_if<jobs::store_refusal>(&made)) co_return co_await refuse_background(ctx, *why, store->waiting());
   auto rec = std::get<std::shared_ptr<jobs::response_record>>(std::move(made));
   // background + stream: the client follows its job from the start; leaving does not cancel it.
   if (ctx.stream) co_return co_await follow(ctx, std::move(rec), -1);
@@ -112,9 +141,36 @@ task<void> pipeline::create_background(request_context& ctx, http::request& req)
   co_await send_json(ctx, bhttp::status::ok, std::move(queued), "application/json");
 }
 
+task<void> pipeline::create_queued(request_context& ctx, jobs::new_response r) {
+  auto& queue = *cfg_.svc.queue;
+  auto* c = cfg_.svc.redis->current();
+  jobs::redis_failure failure = jobs::redis_failure::unavailable;
+  std::optional<jobs::store_refusal> refusal;
+  if (c) {
+    failure = jobs::redis_failure::none;
+    refusal = co_await queue.create(*c, r, failure);
+  }
+  if (!refusal || *refusal == jobs::store_refusal::duplicate) {
+    if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::create);
+    bhttp::fields extra;
+    extra.set(bhttp::field::retry_after, "1");
+    co_return co_await refuse(ctx, queue_unavailable(), obs::reject_reason::queue_unavailable, &extra);
+  }
+  if (*refusal != jobs::store_refusal::none) {
+    // (No co_await inside a conditional expression: GCC 12 miscompiles it.)
+    std::optional<std::uint64_t> waiting;
+    if (c) waiting = co_await queue.waiting(*c);
+    co_return co_await refuse_background(ctx, *refusal, waiting.value_or(queue.settings().jobs_max_waiting));
+  }
+  if (ctx.stream) co_return co_await follow_queued(ctx, r.id, -1);
+  co_await send_json(ctx, bhttp::status::ok, std::move(r.object), "application/json");
+}
+
 task<void> pipeline::serve_stored(request_context& ctx, const http::request& req) {
   auto* store = cfg_.svc.responses;
   auto rec = store ? store->find(ctx.response_id) : nullptr;
+  // Not a stream recorded here: a background response in the fleet's queue.
+  if (!rec && cfg_.svc.queue) co_return co_await serve_queued(ctx, req);
   // Another key's response is as unknown as a missing one.
   if (!rec || rec->owner() != ctx.key_name) co_return co_await send_error(ctx, not_found(ctx.response_id));
   if (ctx.response_cancel) {
@@ -133,34 +189,53 @@ task<void> pipeline::serve_stored(request_context& ctx, const http::request& req
   }
   const std::string_view target = req.target();
   if (query_value(target, "stream") == "true") {
-    std::int64_t after = -1;
-    if (auto v = query_value(target, "starting_after"); !v.empty()) {
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), after);
-      if (ec != std::errc{} || p != v.data() + v.size() || after < 0)
-        co_return co_await send_error(ctx, error::make(errc::bad_request, "starting_after must be a sequence number (an integer >= 0).",
-                                                       "starting_after"));
-    }
-    co_return co_await follow(ctx, std::move(rec), after);
+    const auto after = starting_after(target);
+    if (!after) co_return co_await send_error(ctx, bad_starting_after());
+    co_return co_await follow(ctx, std::move(rec), *after);
   }
   co_await send_json(ctx, bhttp::status::ok, rec->object(), "application/json");
+}
+
+task<void> pipeline::serve_queued(request_context& ctx, const http::request& req) {
+  auto& queue = *cfg_.svc.queue;
+  auto* c = cfg_.svc.redis->current();
+  jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
+  std::optional<jobs::stored_response> found;
+  if (c) found = co_await queue.find(*c, ctx.response_id, failure);
+  if (failure != jobs::redis_failure::none) {
+    if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
+    co_return co_await send_error(ctx, queue_unavailable());
+  }
+  if (!found || found->owner != ctx.key_name) co_return co_await send_error(ctx, not_found(ctx.response_id));
+  if (ctx.response_cancel) {
+    if (!found->background)
+      co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));
+    if (jobs::is_final(found->state) && found->state != jobs::status::cancelled)
+      co_return co_await send_error(ctx, error::make(errc::bad_request, "Cannot cancel a response that has already finished (status " +
+                                                                         std::string(jobs::to_string(found->state)) + ").",
+                                                     "response_id"));
+    std::string cancelled = response_object_with(found->object, jobs::status::cancelled);
+    (void)co_await queue.cancel(*c, ctx.response_id, cancelled, failure);
+    if (failure != jobs::redis_failure::none) {
+      if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::cancel);
+      co_return co_await send_error(ctx, queue_unavailable());
+    }
+    // A running job ends on its worker; the answer already says what it will say.
+    co_return co_await send_json(ctx, bhttp::status::ok, std::move(cancelled), "application/json");
+  }
+  const std::string_view target = req.target();
+  if (query_value(target, "stream") == "true") {
+    const auto after = starting_after(target);
+    if (!after) co_return co_await send_error(ctx, bad_starting_after());
+    co_return co_await follow_queued(ctx, ctx.response_id, *after);
+  }
+  co_await send_json(ctx, bhttp::status::ok, std::move(found->object), "application/json");
 }
 
 task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after) {
   std::optional<obs::gauge_hold> following;
   if (cfg_.svc.jobs) following.emplace(cfg_.svc.jobs->followers());
-  bhttp::response<bhttp::empty_body> head{bhttp::status::ok, ctx.version};
-  head.set(bhttp::field::content_type, "text/event-stream");
-  head.set(bhttp::field::cache_control, "no-cache");
-  head.set("x-accel-buffering", "no");
-  head.set("x-request-id", ctx.request_id);
-  head.keep_alive(ctx.keep_alive);
-  ctx.end.kind = end_kind::stream;
-  ctx.end.status = 200;
-  if (!co_await ctx.conn->write_head(head)) {
-    ctx.end.outcome = obs::outcome::cancelled;
-    ctx.end.reason = to_string(cancel_reason::client_gone);
-    co_return;
-  }
+  if (!co_await open_event_stream(ctx)) co_return;
   jobs::wakeup wake(co_await net::this_coro::executor);
   rec->follow(wake.get_handle());
   std::int64_t last = after;
@@ -180,15 +255,84 @@ task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response
     }
     if (!batch.events.empty()) continue;
     if (ctx.cancel.cancelled()) break;
-    if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) {
-      // The drain's cut: an in-band error, so the client resumes from `last` on another replica.
-      const auto e = error::make(errc::overloaded, "The gateway is shutting down; resume this stream with starting_after.");
-      (void)co_await ctx.conn->write_last_chunk(http::responses_error_event(e, last + 1));
-      ctx.end.outcome = obs::outcome::cancelled;
-      ctx.end.reason = to_string(cancel_reason::draining);
+    if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) co_return co_await cut_follow(ctx, last);
+    co_await wake.wait(follow_recheck);
+  }
+  ctx.end.outcome = obs::outcome::cancelled;
+  ctx.end.reason = to_string(cancel_reason::client_gone);
+}
+
+task<bool> pipeline::open_event_stream(request_context& ctx) {
+  bhttp::response<bhttp::empty_body> head{bhttp::status::ok, ctx.version};
+  head.set(bhttp::field::content_type, "text/event-stream");
+  head.set(bhttp::field::cache_control, "no-cache");
+  head.set("x-accel-buffering", "no");
+  head.set("x-request-id", ctx.request_id);
+  head.keep_alive(ctx.keep_alive);
+  ctx.end.kind = end_kind::stream;
+  ctx.end.status = 200;
+  if (co_await ctx.conn->write_head(head)) co_return true;
+  ctx.end.outcome = obs::outcome::cancelled;
+  ctx.end.reason = to_string(cancel_reason::client_gone);
+  co_return false;
+}
+
+task<void> pipeline::cut_follow(request_context& ctx, std::int64_t last) {
+  // The drain's cut: an in-band error, so the client resumes from `last` on another replica.
+  const auto e = error::make(errc::overloaded, "The gateway is shutting down; resume this stream with starting_after.");
+  (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, last + 1), "error"));
+  ctx.end.outcome = obs::outcome::cancelled;
+  ctx.end.reason = to_string(cancel_reason::draining);
+}
+
+task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::int64_t after) {
+  std::optional<obs::gauge_hold> following;
+  if (cfg_.svc.jobs) following.emplace(cfg_.svc.jobs->followers());
+  if (!co_await open_event_stream(ctx)) co_return;
+  auto& queue = *cfg_.svc.queue;
+  net::steady_timer pause(co_await net::this_coro::executor);
+  std::int64_t last = after;
+  std::string out;
+  std::optional<runtime::steady::time_point> failing_since;
+  for (;;) {
+    // The next batch is read only once the client took the last one: Redis, not this process,
+    // holds what the client has not read yet.
+    auto* c = cfg_.svc.redis->current();
+    jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
+    jobs::event_batch batch;
+    if (c) batch = co_await queue.read_after(*c, id, last, follow_batch_events, failure);
+    if (failure != jobs::redis_failure::none) {
+      if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
+      const auto now = runtime::steady::now();
+      if (!failing_since) failing_since = now;
+      if (now - *failing_since >= follow_redis_patience) {
+        // Redis stayed away: an in-band error, never a silent end; the client resumes from `last`.
+        const auto e = error::make(errc::overloaded, "The response store is unavailable; resume this stream with starting_after.");
+        (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, last + 1), "error"));
+        ctx.end.outcome = obs::outcome::internal;
+        ctx.end.reason = "queue_unavailable";
+        co_return;
+      }
+    } else {
+      failing_since.reset();
+    }
+    if (!batch.events.empty()) {
+      out.clear();
+      for (const auto& e : batch.events) out += e;
+      if (!co_await ctx.conn->write_chunk(out)) break;
+      last = batch.last_seq;
+      ctx.end.bytes_out += out.size();
+    }
+    if (batch.finished) {
+      ctx.end.written = (co_await ctx.conn->finish_chunks()).has_value();
       co_return;
     }
-    co_await wake.wait(follow_recheck);
+    if (!batch.events.empty()) continue;
+    if (ctx.cancel.cancelled()) break;
+    if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) co_return co_await cut_follow(ctx, last);
+    pause.expires_after(cfg_.jobs->poll_interval);
+    error_code ec;
+    co_await pause.async_wait(ec_out(ec));
   }
   ctx.end.outcome = obs::outcome::cancelled;
   ctx.end.reason = to_string(cancel_reason::client_gone);

@@ -141,6 +141,9 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
 task<void> pipeline::serve(request_context& ctx, http::request& req) {
   if (auto bad = parse(ctx, req)) co_return co_await send_error(ctx, *bad);
   if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, req);
+  if (cfg_.jobs && !cfg_.jobs->serves_clients())
+    co_return co_await send_error(ctx, error::make(errc::not_found, "This process is a worker (--role worker): it runs jobs and serves "
+                                                                    "only /healthz, /readyz and /metrics; send requests to a front."));
   // A client's Responses stream is recorded as it is relayed, so that it can be resumed
   // (background.cpp, docs/queue.md): its writes go through the recorder to the client.
   std::unique_ptr<recording_downstream> recorded;
@@ -168,7 +171,10 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   // The key's token reservation settles to what the request used (the permit's end tells the
   // shared store, or the local bucket).
   if (ticket.key) ticket.key->used_tokens(tokens_used(ctx));
-  if (recorded) recorded->conclude(ctx.end.reason);
+  if (recorded) {
+    recorded->conclude(ctx.end.reason);
+    if (const auto& rec = recorded->recorder().record(); rec && cfg_.svc.jobs) cfg_.svc.jobs->stream_recorded(rec->state());
+  }
 }
 
 std::optional<error> pipeline::parse(request_context& ctx, const http::request& req) {

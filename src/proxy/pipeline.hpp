@@ -54,6 +54,10 @@ class pipeline final : public http::request_handler {
   // A worker slot for background jobs (background.cpp): takes jobs from the store while it is not
   // draining, one at a time; spawned worker-max-jobs times across the threads.
   task<void> run_jobs(jobs::memory_store& store);
+  // One job, already started (in_progress), run on this pipeline's thread into its record through
+  // the same attempt loop and relay as a client's request; returns once the record is final.
+  // (--queue redis: redis_worker takes the jobs and calls this.)
+  task<void> run_job(std::shared_ptr<jobs::response_record> rec);
 
   // This thread's client for upstream i (its keep-alive pool).
   upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
@@ -105,11 +109,18 @@ class pipeline final : public http::request_handler {
   // --- background responses (background.cpp) ---
   // POST /v1/responses with background: the job queued, its object answered (or its stream followed).
   task<void> create_background(request_context& ctx, http::request& req);
+  task<void> refuse_background(request_context& ctx, jobs::store_refusal why, std::uint64_t waiting);
+  // --queue redis: the same, the response and its job in Redis.
+  task<void> create_queued(request_context& ctx, jobs::new_response r);
+  task<void> serve_queued(request_context& ctx, const http::request& req);
+  task<void> follow_queued(request_context& ctx, std::string id, std::int64_t after);
+  // A follow's event-stream head (false: the client left) and the drain's in-band end.
+  task<bool> open_event_stream(request_context& ctx);
+  task<void> cut_follow(request_context& ctx, std::int64_t last);
   // GET /v1/responses/{id} (its object, or ?stream=true its events) and POST .../cancel.
   task<void> serve_stored(request_context& ctx, const http::request& req);
   // The events after `after`, then the live ones until the response ends.
   task<void> follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after);
-  task<void> run_job(std::shared_ptr<jobs::response_record> rec);
 
   // --- the probes (probes.cpp) ---
   task<void> serve_probe(request_context& ctx, const http::request& req);

@@ -11,12 +11,14 @@
 #include "admission/options.hpp"
 #include "admission/stream_registry.hpp"
 #include "jobs/metrics.hpp"
+#include "jobs/redis_queue.hpp"
 #include "jobs/response_store.hpp"
 #include "observability/metrics.hpp"
 #include "proxy/request_metrics.hpp"
 #include "proxy/secret_scrubber.hpp"
 #include "proxy/stream_metrics.hpp"
 #include "proxy/upstream_metrics.hpp"
+#include "redis/client.hpp"
 
 namespace sluice::proxy {
 
@@ -42,6 +44,10 @@ struct services {
   // Background responses and stored streams (docs/queue.md); null: not served (404).
   jobs::memory_store* responses = nullptr;
   jobs::metrics* jobs = nullptr;
+  // --queue redis: background jobs and their responses in Redis (null: in `responses`), and the
+  // client whose connection of the calling thread carries them.
+  jobs::redis_queue* queue = nullptr;
+  redis::client* redis = nullptr;
 };
 
 }  // namespace sluice::proxy

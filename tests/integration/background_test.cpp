@@ -30,7 +30,7 @@ struct Background : ::testing::Test {
   std::unique_ptr<app::gateway> gw;
   std::uint16_t port = 0;
 
-  void start(std::uint64_t worker_slots = 8, const std::string& keys_file = "") {
+  void start(std::uint64_t worker_slots = 8, const std::string& keys_file = "", duration drain_timeout = 30s) {
     sim::options so;
     so.listen = "127.0.0.1:0";
     so.threads = 1;
@@ -45,6 +45,8 @@ struct Background : ::testing::Test {
     go.routing.max_attempts = 1;
     go.jobs.worker_max_jobs = worker_slots;
     go.admission.keys_file = keys_file;
+    go.drain_delay = 0ms;
+    go.drain_timeout = drain_timeout;
     gw = std::make_unique<app::gateway>(go, "sk-upstream");
     auto gp = gw->start();
     ASSERT_TRUE(gp.has_value()) << gp.err().message;
@@ -291,6 +293,8 @@ TEST_F(Background, AClientsStreamIsResumedAfterItLeftExactlyAfterN) {
   EXPECT_EQ(rest.back().type, "response.completed");
   EXPECT_EQ(sim->snapshot().streams_aborted, 0u) << "the upstream stream ran to its end";
   EXPECT_EQ(status(id), "completed");
+  test::wait_until([&] { return metric("sluice_recorded_streams_total{state=\"completed\"}") == 1; }, 2s);
+  EXPECT_EQ(metric("sluice_recorded_streams_total{state=\"completed\"}"), 1);
 }
 
 TEST_F(Background, AStreamNoOneFollowsIsCancelledAfterTheOrphanTimeout) {
@@ -319,6 +323,7 @@ TEST_F(Background, AStreamNoOneFollowsIsCancelledAfterTheOrphanTimeout) {
   ASSERT_LT(test::wait_until([&] { return sim->snapshot().streams_aborted == 1; }, 5s), 5s)
       << "the upstream is closed once no one followed for orphan-timeout";
   EXPECT_EQ(wait_final(id), "cancelled");
+  EXPECT_EQ(metric("sluice_recorded_streams_total{state=\"cancelled\"}"), 1);
 }
 
 TEST_F(Background, StoreFalseStreamsAreNotKept) {
@@ -335,4 +340,20 @@ TEST_F(Background, StoreFalseStreamsAreNotKept) {
   auto stored = get(kept_id);
   EXPECT_EQ(stored.at("status").as_string(), "completed");
   EXPECT_EQ(output_text(stored), output_text(kept_events.back().data.at("response").as_object()));
+}
+
+TEST_F(Background, AFollowerCutByTheDrainGetsAnErrorEventToResumeFrom) {
+  start(8, "", 300ms);
+  const std::string id(create(kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}).at("id").as_string());
+  test::wait_until([&] { return status(id) == "in_progress"; }, 5s);
+  std::string followed;
+  std::thread follower([&] { followed = test::call(port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
+  ASSERT_LT(test::wait_until([&] { return metric("sluice_response_followers") == 1; }, 5s), 5s);
+  gw->drain();  // the job outlives drain-timeout: the cut ends the follower in-band
+  follower.join();
+  auto events = parse_events(followed);
+  ASSERT_FALSE(events.empty()) << followed;
+  EXPECT_EQ(events.back().type, "error") << "an SSE error event, not a bare line: " << followed.substr(followed.size() - std::min<std::size_t>(followed.size(), 300));
+  EXPECT_NE(events.back().data.at("message").as_string().find("starting_after"), boost::json::string::npos);
+  for (std::size_t i = 1; i < events.size(); ++i) ASSERT_EQ(events[i].seq, events[i - 1].seq + 1);
 }

@@ -156,6 +156,10 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_responses_evicted_total", "counter"},
     {"sluice_responses_expired_total", "counter"},
     {"sluice_response_followers", "gauge"},
+    {"sluice_recorded_streams_total", "counter"},
+    {"sluice_jobs_claimed_total", "counter"},
+    {"sluice_jobs_lost_total", "counter"},
+    {"sluice_queue_redis_errors_total", "counter"},
     {"process_cpu_seconds_total", "counter"},
     {"process_open_fds", "gauge"},
     {"process_max_fds", "gauge"},
@@ -210,6 +214,7 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
       {"stage", names_of(all_stages)}, {"upstream", {"openai", "local-vllm"}}, {"status", statuses},
       {"kind", {"requests", "tokens"}},
       {"state", {"completed", "failed", "cancelled", "incomplete"}},  // sluice_jobs_total
+      {"op", {"create", "read", "cancel", "take", "append"}},         // sluice_queue_redis_errors_total
   };
   const std::map<std::string, std::set<std::string>> direction_values = {
       {"sluice_tokens_total", names_of(all_directions)},

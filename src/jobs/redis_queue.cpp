@@ -1,0 +1,461 @@
+#include "jobs/redis_queue.hpp"
+
+#include <array>
+#include <charconv>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+namespace sluice::jobs {
+
+namespace json = boost::json;
+
+namespace {
+
+// How long a live response's keys last at most: a job still queued or running after this is
+// abandoned (its keys vanish; a follower's GET is then a 404). Finished ones keep response-retention.
+constexpr long long live_ttl_ms = 24LL * 3600 * 1000;
+
+// KEYS[1] the job stream; ARGV: jobs-max-waiting, the response id. 1: queued; 0: the queue is full.
+constexpr std::string_view enqueue_lua = R"lua(
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[1], '*', 'id', ARGV[2])
+return 1
+)lua";
+
+// KEYS[1] a response's hash; ARGV: its ttl (ms), then field/value pairs. 0 when it exists already.
+constexpr std::string_view create_lua = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+)lua";
+
+// KEYS[1] the hash; ARGV: worker, object. 1: taken; 0: not queued (cancelled, taken, gone).
+constexpr std::string_view start_lua = R"lua(
+if redis.call('HGET', KEYS[1], 'st') ~= 'queued' then return 0 end
+redis.call('HSET', KEYS[1], 'st', 'in_progress', 'wk', ARGV[1], 'obj', ARGV[2])
+return 1
+)lua";
+
+// KEYS[1] the hash, KEYS[2] its events; ARGV: worker, status (''), object (''), final ('1'),
+// retention (ms), then sequence number / SSE text pairs. 0 when the response is not this worker's
+// to write (another's, finished, gone). An event whose id is not past the last one is skipped.
+constexpr std::string_view append_lua = R"lua(
+local h = redis.call('HMGET', KEYS[1], 'wk', 'fin')
+if h[1] ~= ARGV[1] or h[2] == '1' then return 0 end
+local last = nil
+for i = 6, #ARGV, 2 do
+  local r = redis.pcall('XADD', KEYS[2], (tonumber(ARGV[i]) + 1) .. '-0', 't', ARGV[i + 1])
+  if not (type(r) == 'table' and r.err) then last = ARGV[i] end
+end
+if last then redis.call('HSET', KEYS[1], 'last', last) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'obj', ARGV[3]) end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'st', ARGV[2]) end
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[1], 'fin', '1')
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+elseif last then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+return 1
+)lua";
+
+// KEYS[1] the hash; ARGV: the cancelled object, retention (ms). Returns {status before, worker}.
+constexpr std::string_view cancel_lua = R"lua(
+local h = redis.call('HMGET', KEYS[1], 'st', 'wk')
+if not h[1] then return {''} end
+if h[1] == 'queued' then
+  redis.call('HSET', KEYS[1], 'st', 'cancelled', 'obj', ARGV[1], 'fin', '1')
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {'queued', ''}
+end
+if h[1] == 'in_progress' then redis.call('HSET', KEYS[1], 'cx', '1') end
+return {h[1], h[2] or ''}
+)lua";
+
+// KEYS[1] the hash, KEYS[2] its events; ARGV: the lost worker, the last sequence number it had
+// stored, the error event's SSE text, the failed object, retention (ms). 1: failed now; 0: no
+// longer that worker's running job (finished, gone); 2: it moved on meanwhile (alive after all).
+constexpr std::string_view lose_lua = R"lua(
+local h = redis.call('HMGET', KEYS[1], 'st', 'wk', 'last', 'fin')
+if h[1] ~= 'in_progress' or h[2] ~= ARGV[1] or h[4] == '1' then return 0 end
+if (h[3] or '-1') ~= ARGV[2] then return 2 end
+redis.pcall('XADD', KEYS[2], (tonumber(ARGV[2]) + 2) .. '-0', 't', ARGV[3])
+redis.call('HSET', KEYS[1], 'st', 'failed', 'obj', ARGV[4], 'fin', '1', 'last', tostring(tonumber(ARGV[2]) + 1))
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return 1
+)lua";
+
+// KEYS[1] the running set; ARGV: lease (ms), 'NX' (take) or 'XX' (renew), then ids. Scores are
+// Redis's clock, like every lease. Returns how many were added or renewed.
+constexpr std::string_view lease_lua = R"lua(
+local t = redis.call('TIME')
+local until_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local n = 0
+for i = 3, #ARGV do n = n + redis.call('ZADD', KEYS[1], ARGV[2], 'CH', until_ms, ARGV[i]) end
+return n
+)lua";
+
+// KEYS[1] the running set; ARGV: at most this many. The ids whose lease has ended.
+constexpr std::string_view expired_lua = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+)lua";
+
+std::optional<status> status_named(std::string_view s) {
+  for (auto st : {status::queued, status::in_progress, status::completed, status::failed, status::cancelled, status::incomplete})
+    if (to_string(st) == s) return st;
+  return std::nullopt;
+}
+
+std::int64_t to_int(std::string_view s, std::int64_t fallback) {
+  std::int64_t v = fallback;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc{} && p == s.data() + s.size() ? v : fallback;
+}
+
+// An HGETALL reply as a response (`id` given); nullopt when empty.
+std::optional<stored_response> from_hash(std::string_view id, const redis::reply& r) {
+  if (r.type != redis::reply::kind::array || r.elements.empty()) return std::nullopt;
+  stored_response out;
+  out.id = std::string(id);
+  bool has_state = false;
+  for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+    const std::string& k = r.elements[i].str;
+    std::string v = r.elements[i + 1].str;
+    if (k == "st") {
+      if (auto s = status_named(v)) {
+        out.state = *s;
+        has_state = true;
+      }
+    } else if (k == "obj") {
+      out.object = std::move(v);
+    } else if (k == "own") {
+      out.owner = std::move(v);
+    } else if (k == "bg") {
+      out.background = v == "1";
+    } else if (k == "wk") {
+      out.worker = std::move(v);
+    } else if (k == "fin") {
+      out.finished = v == "1";
+    } else if (k == "last") {
+      out.last_seq = to_int(v, -1);
+    } else if (k == "body") {
+      out.body = std::move(v);
+    } else if (k == "hdr") {
+      error_code ec;
+      auto parsed = json::parse(v, ec);
+      if (!ec && parsed.is_array())
+        for (const auto& pair : parsed.as_array())
+          if (pair.is_array() && pair.as_array().size() == 2 && pair.as_array()[0].is_string() && pair.as_array()[1].is_string())
+            out.headers.emplace_back(std::string(pair.as_array()[0].as_string()), std::string(pair.as_array()[1].as_string()));
+    }
+  }
+  if (!has_state) return std::nullopt;  // a half-written hash is not a response
+  return out;
+}
+
+// Stream entries ([[id, [field, value, ...]], ...]) as jobs (field `id`).
+void jobs_from_entries(const redis::reply& entries, std::vector<queued_job>& out) {
+  if (entries.type != redis::reply::kind::array) return;
+  for (const auto& e : entries.elements) {
+    if (e.type != redis::reply::kind::array || e.elements.size() < 2) continue;
+    const auto& fields = e.elements[1];
+    if (fields.type != redis::reply::kind::array) continue;  // deleted meanwhile
+    for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2)
+      if (fields.elements[i].str == "id") out.push_back({e.elements[0].str, fields.elements[i + 1].str});
+  }
+}
+
+std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()); }
+
+}  // namespace
+
+std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message) {
+  json::object e;
+  e["type"] = "error";
+  e["sequence_number"] = seq;
+  e["code"] = code;
+  e["message"] = message;
+  e["param"] = nullptr;
+  return "event: error\ndata: " + json::serialize(e) + "\n\n";
+}
+
+redis_queue::redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease)
+    : prefix_(std::move(prefix)), worker_(std::move(worker)), opts_(opts), lease_(lease) {}
+
+std::vector<redis::script> redis_queue::scripts() {
+  // The order of script_index.
+  return {redis::script::make("jobs_enqueue", std::string(enqueue_lua)),
+          redis::script::make("response_create", std::string(create_lua)),
+          redis::script::make("job_start", std::string(start_lua)),
+          redis::script::make("response_append", std::string(append_lua)),
+          redis::script::make("response_cancel", std::string(cancel_lua)),
+          redis::script::make("job_lost", std::string(lose_lua)),
+          redis::script::make("job_leases", std::string(lease_lua)),
+          redis::script::make("job_leases_expired", std::string(expired_lua))};
+}
+
+std::string redis_queue::response_key(std::string_view id) const { return prefix_ + "{resp:" + std::string(id) + "}"; }
+std::string redis_queue::events_key(std::string_view id) const { return response_key(id) + ":ev"; }
+std::string redis_queue::cancels_key(std::string_view worker) const {
+  return prefix_ + "{worker:" + std::string(worker) + "}:cancels";
+}
+
+task<redis::response> redis_queue::run(redis::connection& c, script_index s, std::vector<std::string> keys,
+                                       std::vector<std::string> args) {
+  std::vector<std::string_view> k(keys.begin(), keys.end()), a(args.begin(), args.end());
+  co_return co_await c.run(first_script_ + s, k, a);
+}
+
+task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, const new_response& r, redis_failure& failure) {
+  json::array hdr;
+  for (const auto& [k, v] : r.headers) hdr.push_back(json::array{json::string(k), json::string(v)});
+  // (Named vectors: GCC 12 cannot hold a braced list across a co_await.)
+  std::vector<std::string> keys{response_key(r.id)};
+  std::vector<std::string> args{std::to_string(live_ttl_ms), "st", "queued", "obj", r.object, "own", r.owner, "bg",
+                                r.background ? "1" : "0", "hdr", json::serialize(hdr), "body", r.body, "last", "-1"};
+  auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
+  if (!made.ok()) {
+    failure = redis_failure::unavailable;
+    co_return std::nullopt;
+  }
+  if (made.value.as_integer().value_or(0) != 1) co_return store_refusal::duplicate;
+  std::vector<std::string> qkeys{jobs_key()};
+  std::vector<std::string> qargs{std::to_string(opts_.jobs_max_waiting), r.id};
+  auto queued = co_await run(c, enqueue, std::move(qkeys), std::move(qargs));
+  if (queued.ok() && queued.value.as_integer().value_or(0) == 1) co_return store_refusal::none;
+  // Not queued: the response must not stay behind as a job nobody runs.
+  (void)co_await c.command("DEL", response_key(r.id));
+  if (!queued.ok()) {
+    failure = redis_failure::unavailable;
+    co_return std::nullopt;
+  }
+  co_return store_refusal::queue_full;
+}
+
+task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std::string_view id, redis_failure& failure) {
+  auto r = co_await c.command("HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last");
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 7) {
+    failure = redis_failure::unavailable;
+    co_return std::nullopt;
+  }
+  const auto& e = r.value.elements;
+  auto st = e[0].is_nil() ? std::nullopt : status_named(e[0].str);
+  if (!st) co_return std::nullopt;
+  stored_response out;
+  out.id = std::string(id);
+  out.state = *st;
+  out.object = e[1].str;
+  out.owner = e[2].str;
+  out.background = e[3].str == "1";
+  out.worker = e[4].str;
+  out.finished = e[5].str == "1";
+  out.last_seq = to_int(e[6].str, -1);
+  co_return out;
+}
+
+task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view id, std::int64_t after, std::size_t count,
+                                          redis_failure& failure) {
+  event_batch out;
+  out.last_seq = after;
+  // Whether it is final is read first: a final response's events are all there by then.
+  auto fin = co_await c.command("HGET", response_key(id), "fin");
+  if (!fin.ok()) {
+    failure = redis_failure::unavailable;
+    co_return out;
+  }
+  const std::string count_s = std::to_string(count);
+  const std::string from = "(" + std::to_string(after + 1) + "-0";
+  auto r = co_await c.command("XRANGE", events_key(id), from, "+", "COUNT", count_s);
+  if (!r.ok() || r.value.type != redis::reply::kind::array) {
+    failure = redis_failure::unavailable;
+    co_return out;
+  }
+  for (const auto& e : r.value.elements) {
+    if (e.type != redis::reply::kind::array || e.elements.size() < 2 || e.elements[1].elements.size() < 2) continue;
+    const std::string& entry = e.elements[0].str;
+    const auto dash = entry.find('-');
+    out.last_seq = to_int(std::string_view(entry).substr(0, dash), after + 1) - 1;
+    out.events.push_back(e.elements[1].elements[1].str);
+    out.seqs.push_back(out.last_seq);
+  }
+  // Final, and this read reached the end of the log: nothing follows.
+  out.finished = fin.value.str == "1" && r.value.elements.size() < count;
+  co_return out;
+}
+
+task<std::optional<status>> redis_queue::cancel(redis::connection& c, std::string_view id, const std::string& cancelled_object,
+                                                redis_failure& failure) {
+  std::vector<std::string> keys{response_key(id)};
+  std::vector<std::string> args{cancelled_object, ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention))};
+  auto r = co_await run(c, cancel_job, std::move(keys), std::move(args));
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.empty()) {
+    failure = redis_failure::unavailable;
+    co_return std::nullopt;
+  }
+  auto before = status_named(r.value.elements[0].str);
+  if (before == status::in_progress && r.value.elements.size() > 1 && !r.value.elements[1].str.empty()) {
+    const std::string key = cancels_key(r.value.elements[1].str);
+    auto added = co_await c.command("SADD", key, id);
+    (void)co_await c.command("PEXPIRE", key, std::to_string(live_ttl_ms));
+    if (!added.ok()) failure = redis_failure::unavailable;
+  }
+  co_return before;
+}
+
+task<std::optional<std::uint64_t>> redis_queue::waiting(redis::connection& c) {
+  auto r = co_await c.command("XLEN", jobs_key());
+  if (!r.ok()) co_return std::nullopt;
+  co_return static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.value.as_integer().value_or(0)));
+}
+
+task<bool> redis_queue::ensure_group(redis::connection& c) {
+  auto r = co_await c.command("XGROUP", "CREATE", jobs_key(), group, "0", "MKSTREAM");
+  co_return r.ok() || (r.status == redis::outcome::error_reply && r.value.str.rfind("BUSYGROUP", 0) == 0);
+}
+
+task<std::vector<queued_job>> redis_queue::take(redis::connection& c, std::size_t count, redis_failure& failure) {
+  std::vector<queued_job> out;
+  if (count == 0) co_return out;
+  const std::string n = std::to_string(count);
+  auto r = co_await c.command("XREADGROUP", "GROUP", group, worker_, "COUNT", n, "STREAMS", jobs_key(), ">");
+  if (r.status == redis::outcome::error_reply && r.value.str.rfind("NOGROUP", 0) == 0) {
+    // Redis lost the group (restarted without its data): make it again, read next time.
+    (void)co_await ensure_group(c);
+    co_return out;
+  }
+  if (!r.ok()) {
+    failure = redis_failure::unavailable;
+    co_return out;
+  }
+  if (r.value.type != redis::reply::kind::array) co_return out;  // nil: nothing new
+  for (const auto& stream : r.value.elements)
+    if (stream.type == redis::reply::kind::array && stream.elements.size() == 2) jobs_from_entries(stream.elements[1], out);
+  co_return out;
+}
+
+task<std::vector<queued_job>> redis_queue::claim_stale(redis::connection& c, std::size_t count) {
+  std::vector<queued_job> out;
+  if (count == 0) co_return out;
+  const std::string n = std::to_string(count);
+  auto r = co_await c.command("XAUTOCLAIM", jobs_key(), group, worker_, ms(lease_), "0-0", "COUNT", n);
+  if (r.ok() && r.value.type == redis::reply::kind::array && r.value.elements.size() >= 2)
+    jobs_from_entries(r.value.elements[1], out);
+  co_return out;
+}
+
+task<std::optional<stored_response>> redis_queue::load(redis::connection& c, std::string_view id, redis_failure& failure) {
+  auto r = co_await c.command("HGETALL", response_key(id));
+  if (!r.ok()) {
+    failure = redis_failure::unavailable;
+    co_return std::nullopt;
+  }
+  co_return from_hash(id, r.value);
+}
+
+task<bool> redis_queue::start(redis::connection& c, const queued_job& j, const std::string& object) {
+  // The lease first: a worker that dies after taking the job is then found by the reaper.
+  std::vector<std::string> lkeys{running_key()};
+  std::vector<std::string> largs{ms(lease_), "NX", j.id};
+  auto held = co_await run(c, renew_leases, std::move(lkeys), std::move(largs));
+  bool started = false;
+  if (held.ok() && held.value.as_integer().value_or(0) == 1) {
+    std::vector<std::string> skeys{response_key(j.id)};
+    std::vector<std::string> sargs{worker_, object};
+    auto s = co_await run(c, start_job, std::move(skeys), std::move(sargs));
+    started = s.ok() && s.value.as_integer().value_or(0) == 1;
+    if (!started) (void)co_await c.command("ZREM", running_key(), j.id);
+  }
+  if (held.ok()) {
+    // Taken by this worker, or not to be run (cancelled, gone, someone else's): out of the queue.
+    // A job whose lease could not be written stays delivered, for a claim after the lease.
+    (void)co_await c.command("XACK", jobs_key(), group, j.entry);
+    (void)co_await c.command("XDEL", jobs_key(), j.entry);
+  }
+  co_return started;
+}
+
+task<bool> redis_queue::append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
+                               std::optional<status> st, const std::string& object, bool final, redis_failure& failure) {
+  std::vector<std::string> args;
+  args.reserve(5 + events.size() * 2);
+  args.push_back(worker_);
+  args.push_back(st ? std::string(to_string(*st)) : std::string());
+  args.push_back(object);
+  args.push_back(final ? "1" : "0");
+  args.push_back(ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention)));
+  for (const auto& e : events) {
+    args.push_back(std::to_string(e.seq));
+    args.push_back(e.text);
+  }
+  std::vector<std::string> keys{response_key(id), events_key(id)};
+  auto r = co_await run(c, append_events, std::move(keys), std::move(args));
+  if (!r.ok()) {
+    failure = redis_failure::unavailable;
+    co_return false;
+  }
+  co_return r.value.as_integer().value_or(0) == 1;
+}
+
+task<void> redis_queue::release(redis::connection& c, std::string_view id) {
+  (void)co_await c.command("ZREM", running_key(), id);
+}
+
+task<bool> redis_queue::renew(redis::connection& c, const std::vector<std::string>& ids) {
+  if (ids.empty()) co_return true;
+  std::vector<std::string> args;
+  args.push_back(ms(lease_));
+  args.push_back("XX");
+  args.insert(args.end(), ids.begin(), ids.end());
+  std::vector<std::string> keys{running_key()};
+  auto r = co_await run(c, renew_leases, std::move(keys), std::move(args));
+  co_return r.ok();
+}
+
+task<std::vector<std::string>> redis_queue::cancelled(redis::connection& c) {
+  std::vector<std::string> out;
+  auto r = co_await c.command("SPOP", cancels_key(worker_), "256");
+  if (r.ok() && r.value.type == redis::reply::kind::array)
+    for (auto& e : r.value.elements) out.push_back(std::move(e.str));
+  co_return out;
+}
+
+task<std::size_t> redis_queue::reap_lost(redis::connection& c, std::size_t limit, const object_editor& failed_object) {
+  std::vector<std::string> keys{running_key()};
+  std::vector<std::string> args{std::to_string(limit)};
+  auto r = co_await run(c, expired, std::move(keys), std::move(args));
+  if (!r.ok() || r.value.type != redis::reply::kind::array) co_return 0;
+  std::size_t failed = 0;
+  const std::string retention = ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention));
+  for (const auto& e : r.value.elements) {
+    const std::string& id = e.str;
+    auto h = co_await c.command("HMGET", response_key(id), "st", "wk", "last", "obj");
+    if (!h.ok() || h.value.elements.size() != 4) continue;
+    const auto& f = h.value.elements;
+    if (f[0].str != "in_progress") {
+      (void)co_await c.command("ZREM", running_key(), id);  // ended, or never started: nothing to fail
+      continue;
+    }
+    const std::int64_t last = to_int(f[2].str, -1);
+    constexpr std::string_view code = "worker_lost";
+    constexpr std::string_view message = "The worker running this response stopped (its lease ended); retry the request.";
+    std::vector<std::string> lkeys{response_key(id), events_key(id)};
+    std::vector<std::string> largs{f[1].str, std::to_string(last), error_event_text(last + 1, code, message),
+                                   failed_object(f[3].str, code, message), retention};
+    auto lost = co_await run(c, lose_job, std::move(lkeys), std::move(largs));
+    if (!lost.ok()) continue;
+    const auto v = lost.value.as_integer().value_or(0);
+    if (v == 2) continue;  // it moved on: its worker lives (its lease will be renewed)
+    (void)co_await c.command("ZREM", running_key(), id);
+    if (v == 1) ++failed;
+  }
+  co_return failed;
+}
+
+}  // namespace sluice::jobs

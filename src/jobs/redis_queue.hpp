@@ -1,0 +1,138 @@
+// jobs::redis_queue: background responses in Redis (--queue redis; docs/queue.md), so that fronts
+// and workers can be separate processes and machines. The data layout (P = redis-key-prefix):
+//
+//   P{jobs}                   stream of queued jobs (field `id`), consumer group `workers`
+//   P{jobs}:running           zset: response id -> when its worker's lease ends (ms, Redis's clock)
+//   P{worker:W}:cancels       set: ids of worker W's running jobs that a client cancelled
+//   P{resp:ID}                hash: st (status), obj (response object), own (client key), bg,
+//                             hdr (the request's headers, JSON), body, wk (the worker running it),
+//                             last (the last stored sequence number), fin (1 once final)
+//   P{resp:ID}:ev             stream: the response's events, entry id `<seq+1>-0`, field `t` (SSE text)
+//
+// A response's two keys share a hash tag, so every script touching them runs on one Cluster slot;
+// the queue's keys share another. Every call needs the connection of the caller's thread
+// (redis::client::current()), and answers a named failure when Redis does not: nothing throws.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "jobs/response_store.hpp"
+#include "redis/connection.hpp"
+#include "redis/script.hpp"
+
+namespace sluice::jobs {
+
+// What Redis holds of a response, for GET and for a worker that took its job.
+struct stored_response {
+  std::string id;
+  status state = status::queued;
+  bool background = true;
+  bool finished = false;
+  std::string object;
+  std::string owner;
+  std::string worker;                                        // who runs it ("" while queued)
+  std::vector<std::pair<std::string, std::string>> headers;  // only from load()
+  std::string body;                                          // only from load()
+  std::int64_t last_seq = -1;
+};
+
+// A job as the consumer group delivered it.
+struct queued_job {
+  std::string entry;  // the stream entry's id (to acknowledge)
+  std::string id;     // the response id
+};
+
+enum class redis_failure : std::uint8_t { none, unavailable };
+
+class redis_queue {
+ public:
+  static constexpr std::string_view group = "workers";
+
+  // `prefix`: redis-key-prefix; `worker`: this process's consumer name (unique per start).
+  redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease);
+
+  // The scripts to register with the redis client, in order; tell the queue where they start.
+  static std::vector<redis::script> scripts();
+  void attach(std::size_t first_script) noexcept { first_script_ = first_script; }
+
+  const std::string& worker() const noexcept { return worker_; }
+  long long lease_ms() const noexcept { return lease_.count(); }
+  const options& settings() const noexcept { return opts_; }
+  std::string response_key(std::string_view id) const;
+  std::string events_key(std::string_view id) const;
+  std::string jobs_key() const { return prefix_ + "{jobs}"; }
+  std::string running_key() const { return prefix_ + "{jobs}:running"; }
+  std::string cancels_key(std::string_view worker) const;
+
+  // --- a front's side ---
+  // Stores a new background response (status queued) and queues its job. store_refusal::queue_full
+  // when jobs-max-waiting are waiting; nullopt with `failure` set when Redis did not answer.
+  task<std::optional<store_refusal>> create(redis::connection& c, const new_response& r, redis_failure& failure);
+  // The response's status, object, owner and worker; nullopt when unknown (or `failure`).
+  task<std::optional<stored_response>> find(redis::connection& c, std::string_view id, redis_failure& failure);
+  // Events after sequence number `after`, at most `count`; `finished` when the response is final and
+  // nothing follows them.
+  task<event_batch> read_after(redis::connection& c, std::string_view id, std::int64_t after, std::size_t count,
+                               redis_failure& failure);
+  // Cancels: a queued job is finished `cancelled` at once (its object `cancelled_object`); a running
+  // one is flagged for its worker (which closes its upstream). Returns the status it had.
+  task<std::optional<status>> cancel(redis::connection& c, std::string_view id, const std::string& cancelled_object,
+                                     redis_failure& failure);
+  // Jobs waiting in the stream (delivered-but-not-started ones included); nullopt when Redis did not answer.
+  task<std::optional<std::uint64_t>> waiting(redis::connection& c);
+
+  // --- a worker's side ---
+  // Creates the consumer group (and the stream) when missing. True when it exists now.
+  task<bool> ensure_group(redis::connection& c);
+  // Up to `count` new jobs for this worker (never more: one read, COUNT count).
+  task<std::vector<queued_job>> take(redis::connection& c, std::size_t count, redis_failure& failure);
+  // Up to `count` jobs delivered to some worker longer than a lease ago and never started (that
+  // worker died between taking and starting them): now this worker's.
+  task<std::vector<queued_job>> claim_stale(redis::connection& c, std::size_t count);
+  // The job's response as its worker needs it (headers and body included).
+  task<std::optional<stored_response>> load(redis::connection& c, std::string_view id, redis_failure& failure);
+  // Takes the job: queued -> in_progress (object `object`), under this worker's lease. Only one worker
+  // ever does for a response; false when it was not queued (cancelled, already taken, gone) or
+  // Redis did not answer. The entry is acknowledged either way once this answers.
+  task<bool> start(redis::connection& c, const queued_job& j, const std::string& object);
+  // Appends `events` (sequence number, SSE text) and, when not empty, a new object/status; `final`
+  // ends the response (its keys expire after response-retention). False when the response is no
+  // longer this worker's to write (failed as worker_lost meanwhile, or gone), or Redis did not answer
+  // (`failure`).
+  task<bool> append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
+                    std::optional<status> st, const std::string& object, bool final, redis_failure& failure);
+  // The job ended here: its lease is released.
+  task<void> release(redis::connection& c, std::string_view id);
+  // Renews this worker's leases of `ids` (one command).
+  task<bool> renew(redis::connection& c, const std::vector<std::string>& ids);
+  // Ids of this worker's running jobs that clients cancelled since the last call.
+  task<std::vector<std::string>> cancelled(redis::connection& c);
+  // Jobs whose worker's lease ended while they ran: each ends `failed` (worker_lost) with an error
+  // event for its followers. Returns how many this call failed.
+  // `failed_object` makes the failed response object from the stored one, an error code and message.
+  using object_editor = std::function<std::string(const std::string& object, std::string_view code, std::string_view message)>;
+  task<std::size_t> reap_lost(redis::connection& c, std::size_t limit, const object_editor& failed_object);
+
+ private:
+  enum script_index : std::size_t { enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired };
+  task<redis::response> run(redis::connection& c, script_index s, std::vector<std::string> keys,
+                            std::vector<std::string> args);
+
+  const std::string prefix_;
+  const std::string worker_;
+  const options opts_;
+  const std::chrono::milliseconds lease_;
+  std::size_t first_script_ = 0;
+};
+
+// The SSE text of a stored error event (the Responses API's `error` event).
+std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message);
+
+}  // namespace sluice::jobs

@@ -1,0 +1,243 @@
+#include "proxy/redis_worker.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include "observability/log.hpp"
+#include "proxy/job_sink.hpp"
+#include "proxy/pipeline.hpp"
+
+namespace sluice::proxy {
+
+namespace {
+
+// How often a worker asks Redis which of its running jobs clients cancelled: a cancelled job's
+// upstream is closed within this (plus one command's time).
+constexpr auto cancel_poll = std::chrono::milliseconds(50);
+// How often the queue's length is read for sluice_jobs_waiting.
+constexpr auto sample_every = std::chrono::seconds(1);
+// Bytes of events one append carries.
+constexpr std::size_t mirror_batch_bytes = 64 * 1024;
+// A mirror that cannot reach Redis tries again this often.
+constexpr auto mirror_retry = std::chrono::milliseconds(100);
+// Jobs of dead workers failed per upkeep round.
+constexpr std::size_t reap_batch = 100;
+
+task<void> sleep_for(duration d) {
+  net::steady_timer t(co_await net::this_coro::executor);
+  t.expires_after(d);
+  error_code ec;
+  co_await t.async_wait(ec_out(ec));
+}
+
+bool cancelled_now(const net::cancellation_state& cs) { return cs.cancelled() != net::cancellation_type::none; }
+
+}  // namespace
+
+redis_worker::redis_worker(jobs::redis_queue& queue, redis::client& redis, runtime::worker_pool& pool, pipeline_of pipelines,
+                           jobs::metrics& metrics, const drain_state& drain)
+    : queue_(queue), redis_(redis), pool_(pool), pipelines_(std::move(pipelines)), metrics_(metrics), drain_(drain) {}
+
+void redis_worker::start(runtime::task_group& group, bool runs_jobs) {
+  auto ex = pool_.context(0).get_executor();
+  group.spawn(ex, sample_loop(), "job queue sampler", true);
+  if (!runs_jobs) return;
+  group.spawn(ex, pull_loop(group), "job pull loop", true);
+  group.spawn(ex, upkeep_loop(), "job upkeep loop", true);
+}
+
+task<void> redis_worker::sample_loop() {
+  for (;;) {
+    auto cs = co_await net::this_coro::cancellation_state;
+    if (cancelled_now(cs)) co_return;
+    if (auto* c = redis_.current())
+      if (auto n = co_await queue_.waiting(*c)) metrics_.queue_length(*n);
+    co_await sleep_for(sample_every);
+  }
+}
+
+task<void> redis_worker::pull_loop(runtime::task_group& group) {
+  jobs::wakeup wake(co_await net::this_coro::executor);
+  slot_freed_ = wake.get_handle();
+  const auto& opts = queue_.settings();
+  const std::size_t slots = static_cast<std::size_t>(opts.worker_max_jobs);
+  auto next_claim = runtime::steady::now();
+  bool group_ready = false;
+  for (;;) {
+    auto cs = co_await net::this_coro::cancellation_state;
+    if (cancelled_now(cs)) co_return;
+    // Draining: no new jobs; what is queued stays queued for the other workers.
+    if (drain_.draining.load(std::memory_order_relaxed)) co_return;
+    auto* c = redis_.current();
+    const std::size_t busy = busy_.load(std::memory_order_relaxed);
+    std::vector<jobs::queued_job> got;
+    std::size_t asked = 0;
+    if (c && c->connected() && busy < slots) {
+      if (!group_ready) group_ready = co_await queue_.ensure_group(*c);
+      std::size_t free = slots - busy;
+      const auto now = runtime::steady::now();
+      if (group_ready && now >= next_claim) {
+        got = co_await queue_.claim_stale(*c, free);
+        next_claim = now + std::chrono::milliseconds(queue_.lease_ms() / 3);
+        if (!got.empty()) {
+          metrics_.claimed(got.size());
+          obs::log_warn("claimed jobs a dead worker had taken and never started", {{"jobs", got.size()}, {"worker", queue_.worker()}});
+        }
+      }
+      free -= std::min(free, got.size());
+      if (group_ready && free > 0) {
+        jobs::redis_failure failure = jobs::redis_failure::none;
+        asked = free;
+        auto more = co_await queue_.take(*c, free, failure);
+        if (failure != jobs::redis_failure::none) metrics_.redis_error(jobs::metrics::redis_op::take);
+        for (auto& j : more) got.push_back(std::move(j));
+      }
+    }
+    for (auto& j : got) {
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      const std::size_t t = next_thread_++ % pool_.size();
+      group.spawn(pool_.context(t).get_executor(), run_one(std::move(j), t), "job", true);
+    }
+    // A full read may have left more behind: read again at once; otherwise wait for the poll or a
+    // freed slot.
+    if (asked > 0 && got.size() >= asked) continue;
+    co_await wake.wait(opts.poll_interval);
+  }
+}
+
+task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
+  struct slot {
+    redis_worker& w;
+    ~slot() {
+      w.busy_.fetch_sub(1, std::memory_order_relaxed);
+      w.slot_freed_.notify();
+    }
+  } held{*this};
+  auto* c = redis_.current();
+  if (!c) co_return;  // not a pool thread: not reached
+  jobs::redis_failure failure = jobs::redis_failure::none;
+  auto stored = co_await queue_.load(*c, job.id, failure);
+  if (failure != jobs::redis_failure::none) co_return;  // still delivered: claimed after a lease
+  std::string object = response_object_with(stored ? stored->object : std::string(), jobs::status::in_progress);
+  // Not queued (cancelled, taken by another, gone): start() says so and takes it out of the queue.
+  const bool started = co_await queue_.start(*c, job, object);
+  if (!started || !stored) co_return;
+  jobs::new_response r{stored->id, stored->background, stored->object, std::move(stored->headers), std::move(stored->body),
+                       std::move(stored->owner)};
+  auto rec = std::make_shared<jobs::response_record>(std::move(r), queue_.settings().response_max_bytes);
+  rec->start(std::move(object));
+  {
+    std::lock_guard l(mu_);
+    running_[rec->id()] = rec;
+  }
+  metrics_.job_started();
+  {
+    using namespace boost::asio::experimental::awaitable_operators;
+    co_await (pipelines_(thread).run_job(rec) && mirror(rec));
+  }
+  {
+    std::lock_guard l(mu_);
+    running_.erase(rec->id());
+  }
+  if (auto* now = redis_.current()) co_await queue_.release(*now, rec->id());
+  metrics_.job_ended(rec->state());
+}
+
+task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
+  auto ex = co_await net::this_coro::executor;
+  jobs::wakeup wake(ex);
+  rec->follow(wake.get_handle());
+  std::int64_t last = -1;
+  std::string written = rec->object();  // start() stored it
+  std::optional<runtime::steady::time_point> failing_since;
+  for (;;) {
+    // The state first: a final one means every event is in the record already.
+    const auto st = rec->state();
+    auto batch = rec->read_after(last, mirror_batch_bytes);
+    std::string object = rec->object();
+    const bool final_now = jobs::is_final(st) && batch.finished;
+    const bool changed = object != written;
+    if (batch.events.empty() && !changed && !final_now) {
+      co_await wake.wait(std::chrono::seconds(1));
+      continue;
+    }
+    std::vector<jobs::stored_event> events;
+    events.reserve(batch.events.size());
+    for (std::size_t i = 0; i < batch.events.size(); ++i) events.push_back({batch.seqs[i], std::move(batch.events[i])});
+    auto* c = redis_.current();
+    jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
+    // (No co_await inside a conditional expression: GCC 12 miscompiles it.)
+    bool ours = false;
+    if (c) {
+      const std::optional<jobs::status> new_state = final_now ? std::optional(st) : std::nullopt;
+      const std::string new_object = changed || final_now ? object : std::string();
+      ours = co_await queue_.append(*c, rec->id(), events, new_state, new_object, final_now, failure);
+    }
+    if (failure == jobs::redis_failure::none && !ours) {
+      // Failed as worker_lost by another worker (this one's lease lapsed during an outage), or gone.
+      obs::log_warn("job no longer this worker's: stopping it", {{"request_id", rec->id()}, {"worker", queue_.worker()}});
+      rec->cancel(response_object_with(object, jobs::status::cancelled));
+      co_return;
+    }
+    if (failure != jobs::redis_failure::none) {
+      metrics_.redis_error(jobs::metrics::redis_op::append);
+      const auto now = runtime::steady::now();
+      if (!failing_since) {
+        failing_since = now;
+        obs::log_warn("job events cannot reach redis: retrying", {{"request_id", rec->id()}});
+      }
+      if (now - *failing_since >= std::chrono::milliseconds(queue_.lease_ms())) {
+        // Past a lease the reaper fails it (worker_lost) for its followers; stop spending on it.
+        obs::log_warn("job events could not reach redis for a lease: stopping the job", {{"request_id", rec->id()}});
+        rec->cancel(response_object_with(object, jobs::status::cancelled));
+        co_return;
+      }
+      co_await sleep_for(mirror_retry);
+      continue;
+    }
+    failing_since.reset();
+    last = batch.last_seq;
+    written = std::move(object);
+    if (final_now) co_return;
+  }
+}
+
+void redis_worker::stop_job(const std::string& id) {
+  std::shared_ptr<jobs::response_record> rec;
+  {
+    std::lock_guard l(mu_);
+    if (auto it = running_.find(id); it != running_.end()) rec = it->second;
+  }
+  if (rec) rec->cancel(response_object_with(rec->object(), jobs::status::cancelled));
+}
+
+task<void> redis_worker::upkeep_loop() {
+  auto next_lease_round = runtime::steady::now();
+  for (;;) {
+    auto cs = co_await net::this_coro::cancellation_state;
+    if (cancelled_now(cs)) co_return;
+    if (auto* c = redis_.current(); c && c->connected()) {
+      for (const auto& id : co_await queue_.cancelled(*c)) stop_job(id);
+      const auto now = runtime::steady::now();
+      if (now >= next_lease_round) {
+        next_lease_round = now + std::chrono::milliseconds(queue_.lease_ms() / 3);
+        std::vector<std::string> ids;
+        {
+          std::lock_guard l(mu_);
+          for (const auto& [id, rec] : running_) ids.push_back(id);
+        }
+        co_await queue_.renew(*c, ids);
+        const auto lost = co_await queue_.reap_lost(*c, reap_batch, [](const std::string& object, std::string_view code,
+                                                                      std::string_view message) {
+          return response_object_with(object, jobs::status::failed, code, message);
+        });
+        if (lost > 0) {
+          metrics_.lost(lost);
+          obs::log_warn("failed jobs whose worker stopped (worker_lost)", {{"jobs", lost}, {"worker", queue_.worker()}});
+        }
+      }
+    }
+    co_await sleep_for(cancel_poll);
+  }
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,74 @@
+// redis_worker: the worker side of --queue redis (docs/queue.md, ADR 0010). A pull loop takes jobs
+// from the fleet's queue only into free slots (XREADGROUP with COUNT no larger than the free slots,
+// never more), and claims jobs a dead worker took but never started (XAUTOCLAIM after a lease).
+// Each job runs on one pool thread, through that thread's pipeline (pipeline::run_job: the same
+// attempt loop and relay as a client's request) into a local record, and a mirror on the same
+// thread copies the record's events and object into Redis as they come. An upkeep loop renews the
+// leases of the running jobs, stops the ones clients cancelled (within 50 ms), and fails the jobs
+// of workers whose lease ended (worker_lost).
+//
+// Threading: the loops run on thread 0; a job and its mirror on the thread it was given; the table
+// of running jobs takes one short mutex. Lifetime: outlives the tasks it spawned (the gateway
+// stops its pool first).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "jobs/metrics.hpp"
+#include "jobs/redis_queue.hpp"
+#include "jobs/wakeup.hpp"
+#include "proxy/services.hpp"
+#include "redis/client.hpp"
+#include "runtime/task_group.hpp"
+#include "runtime/worker_pool.hpp"
+
+namespace sluice::proxy {
+
+class pipeline;
+
+class redis_worker {
+ public:
+  using pipeline_of = std::function<pipeline&(std::size_t thread)>;
+
+  redis_worker(jobs::redis_queue& queue, redis::client& redis, runtime::worker_pool& pool, pipeline_of pipelines,
+               jobs::metrics& metrics, const drain_state& drain);
+  redis_worker(const redis_worker&) = delete;
+  redis_worker& operator=(const redis_worker&) = delete;
+
+  // Spawns the loops into `group` (cancelled at stop): the queue-length sampler always; the pull
+  // and upkeep loops when `runs_jobs` (role worker or both).
+  void start(runtime::task_group& group, bool runs_jobs);
+
+  std::size_t running() const noexcept { return busy_.load(std::memory_order_relaxed); }
+
+ private:
+  task<void> pull_loop(runtime::task_group& group);
+  task<void> upkeep_loop();
+  task<void> sample_loop();
+  task<void> run_one(jobs::queued_job job, std::size_t thread);
+  // Copies the record into Redis until it is final and all of it is there.
+  task<void> mirror(std::shared_ptr<jobs::response_record> rec);
+  // Stops running job `id` (a client cancelled it, or it is no longer this worker's).
+  void stop_job(const std::string& id);
+
+  jobs::redis_queue& queue_;
+  redis::client& redis_;
+  runtime::worker_pool& pool_;
+  pipeline_of pipelines_;
+  jobs::metrics& metrics_;
+  const drain_state& drain_;
+
+  std::atomic<std::size_t> busy_{0};  // slots taken (a job loading, running or being mirrored)
+  std::size_t next_thread_ = 0;       // the pull loop's round-robin
+  jobs::wakeup::handle slot_freed_;   // wakes the pull loop when a slot frees
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<jobs::response_record>> running_;
+};
+
+}  // namespace sluice::proxy

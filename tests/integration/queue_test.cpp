@@ -1,0 +1,351 @@
+// Background responses through Redis (--queue redis; docs/queue.md): fronts and workers as separate
+// `sluice serve` processes around one real redis-server (a free loopback port) and the simulator.
+// Create on one front, retrieve and resume on another; cancel while queued and while running (the
+// upstream sees the close); a worker never runs more than worker-max-jobs; a worker killed with -9
+// after starting a job fails it `worker_lost` for its followers, one that died before starting it has
+// it claimed by another worker; Redis down answers 503 and recovers.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <boost/json/parse.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process.hpp"
+#include "redis_server.hpp"
+#include "sim/server.hpp"
+#include "test_client.hpp"
+
+using namespace sluice;
+using namespace std::chrono_literals;
+using test::bhttp::verb;
+using headers = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+const std::string kBody = R"({"model":"sim-1","input":"tell me","background":true})";
+
+struct node {
+  test::child_process p;
+  std::uint16_t port = 0;
+  explicit node(std::vector<std::string> args) : p(std::move(args), {"OPENAI_API_KEY=sk-upstream-test"}) {
+    port = p.wait_port().value_or(0);
+    EXPECT_NE(port, 0) << p.output();
+  }
+  double metric(const std::string& series) {
+    p.pump(0);
+    const std::string text = test::call(port, verb::get, "/metrics").body();
+    const auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + series.size() + 2));
+  }
+  bool logged(const std::string& msg) {
+    p.pump(5);
+    return p.output().find(msg) != std::string::npos;
+  }
+};
+
+struct sse_event {
+  std::string type;
+  std::int64_t seq;
+  boost::json::object data;
+};
+std::vector<sse_event> parse_events(const std::string& body) {
+  std::vector<sse_event> out;
+  std::size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    auto end = body.find('\n', pos);
+    auto data = boost::json::parse(body.substr(pos + 6, end - pos - 6)).as_object();
+    std::string type(data.at("type").as_string());
+    const auto* seq = data.if_contains("sequence_number");
+    out.push_back({type, seq ? seq->to_number<std::int64_t>() : -1, std::move(data)});
+    pos = end;
+  }
+  return out;
+}
+
+std::string output_text(const boost::json::object& response) {
+  std::string out;
+  for (const auto& item : response.at("output").as_array())
+    if (const auto* content = item.as_object().if_contains("content"))
+      for (const auto& part : content->as_array())
+        if (const auto* t = part.as_object().if_contains("text")) out += t->as_string();
+  return out;
+}
+
+struct Queue : ::testing::Test {
+  std::unique_ptr<sim::server> sim;
+  std::unique_ptr<test::redis_server> redis;
+  void SetUp() override {
+    redis = std::make_unique<test::redis_server>();
+    ASSERT_TRUE(redis->running());
+    sim::options so;
+    so.listen = "127.0.0.1:0";
+    so.threads = 1;
+    so.tokens = 12;
+    sim = std::make_unique<sim::server>(so);
+    ASSERT_TRUE(sim->start().has_value());
+  }
+  std::vector<std::string> args(const std::string& role, std::vector<std::string> more = {}) const {
+    std::vector<std::string> a{"serve", "--listen", "127.0.0.1:0", "--threads", "2", "--upstream",
+                               "http://127.0.0.1:" + std::to_string(sim->port()), "--redis",
+                               "redis://127.0.0.1:" + std::to_string(redis->port()), "--queue", "redis", "--role", role,
+                               "--log-format", "json", "--max-attempts", "1"};
+    // A loaded machine (ASan, CI) can be slower than the 50 ms default.
+    if (std::find(more.begin(), more.end(), "--redis-command-timeout") == more.end())
+      a.insert(a.end(), {"--redis-command-timeout", "1s"});
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  std::unique_ptr<node> front(std::vector<std::string> more = {}) { return std::make_unique<node>(args("front", std::move(more))); }
+  std::unique_ptr<node> worker(std::vector<std::string> more = {}) { return std::make_unique<node>(args("worker", std::move(more))); }
+
+  // redis-cli against the test's server: the output, trimmed.
+  std::string redis_cli(const std::string& command) const {
+    const std::string cmd = "redis-cli -p " + std::to_string(redis->port()) + " " + command + " 2>&1";
+    std::string out;
+    if (FILE* f = ::popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      std::size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+      ::pclose(f);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  }
+};
+
+// Each call first reads what the node logged: a child whose output pipe fills up blocks.
+boost::json::object create(node& n, const std::string& body = kBody, headers h = {}) {
+  n.p.pump(0);
+  auto r = test::call(n.port, verb::post, "/v1/responses", body, std::move(h));
+  EXPECT_EQ(r.result_int(), 200u) << r.body();
+  if (r.result_int() != 200) return {};
+  return boost::json::parse(r.body()).as_object();
+}
+boost::json::object get(node& n, const std::string& id) {
+  n.p.pump(0);
+  auto r = test::call(n.port, verb::get, "/v1/responses/" + id);
+  EXPECT_EQ(r.result_int(), 200u) << r.body();
+  if (r.result_int() != 200) return {};
+  return boost::json::parse(r.body()).as_object();
+}
+std::string status(node& n, const std::string& id) {
+  auto o = get(n, id);
+  return o.contains("status") ? std::string(o.at("status").as_string()) : std::string("?");
+}
+std::string wait_final(node& n, const std::string& id, std::chrono::milliseconds limit = 15s) {
+  std::string s;
+  test::wait_until([&] {
+    std::this_thread::sleep_for(5ms);
+    s = status(n, id);
+    return s != "queued" && s != "in_progress";
+  }, limit);
+  return s;
+}
+std::string id_of(const boost::json::object& o) { return o.contains("id") ? std::string(o.at("id").as_string()) : ""; }
+
+}  // namespace
+
+TEST_F(Queue, CreatedOnOneFrontRunByAWorkerRetrievedOnAnotherGivesWhatADirectStreamGives) {
+  auto a = front(), b = front();
+  auto w = worker();
+  auto created = create(*a);
+  const std::string id = id_of(created);
+  ASSERT_EQ(id.rfind("resp_", 0), 0u);
+  EXPECT_EQ(created.at("status").as_string(), "queued");
+  ASSERT_EQ(wait_final(*b, id), "completed");
+  auto done = get(*b, id);
+  EXPECT_EQ(done.at("id").as_string(), id);
+  EXPECT_EQ(done.at("created_at"), created.at("created_at"));
+  auto direct = test::call(a->port, verb::post, "/v1/responses", R"({"model":"sim-1","input":"tell me","stream":true})");
+  ASSERT_EQ(direct.result_int(), 200u);
+  auto events = parse_events(direct.body());
+  ASSERT_FALSE(events.empty());
+  ASSERT_EQ(events.back().type, "response.completed");
+  EXPECT_FALSE(output_text(done).empty());
+  EXPECT_EQ(output_text(done), output_text(events.back().data.at("response").as_object()));
+  EXPECT_EQ(w->metric("sluice_jobs_total{state=\"completed\"}"), 1);
+  EXPECT_EQ(a->metric("sluice_jobs_total{state=\"completed\"}"), 0) << "a front runs no jobs";
+  EXPECT_TRUE(w->logged("\"msg\":\"job completed\""));
+  // The worker serves probes and metrics only.
+  auto refused = test::call(w->port, verb::post, "/v1/responses", kBody);
+  EXPECT_EQ(refused.result_int(), 404u);
+  EXPECT_NE(refused.body().find("--role worker"), std::string::npos);
+  EXPECT_EQ(test::call(w->port, verb::get, "/readyz").result_int(), 200u);
+}
+
+TEST_F(Queue, ResumingOnAnotherFrontGivesExactlyTheEventsAfterN) {
+  auto a = front(), b = front();
+  auto w = worker();
+  // Background and streamed: the client follows its job from the start, on front a.
+  auto live = test::call(a->port, verb::post, "/v1/responses", R"({"model":"sim-1","input":"tell me","background":true,"stream":true})",
+                         {{"x-sim-token-delay", "20ms"}});
+  ASSERT_EQ(live.result_int(), 200u) << live.body();
+  auto all = parse_events(live.body());
+  ASSERT_GT(all.size(), 8u);
+  for (std::size_t i = 1; i < all.size(); ++i) ASSERT_EQ(all[i].seq, all[i - 1].seq + 1) << "no gap, no repeat";
+  EXPECT_EQ(all.front().type, "response.created");
+  ASSERT_EQ(all.back().type, "response.completed");
+  const std::string id(all.front().data.at("response").at("id").as_string());
+  for (std::int64_t n : {std::int64_t{0}, std::int64_t{5}, all.back().seq - 1}) {
+    auto rest = parse_events(
+        test::call(b->port, verb::get, "/v1/responses/" + id + "?stream=true&starting_after=" + std::to_string(n)).body());
+    ASSERT_EQ(rest.size(), all.size() - static_cast<std::size_t>(n) - 1) << "after " << n;
+    EXPECT_EQ(rest.front().seq, n + 1);
+    for (std::size_t i = 1; i < rest.size(); ++i) ASSERT_EQ(rest[i].seq, rest[i - 1].seq + 1);
+    EXPECT_EQ(rest.back().type, "response.completed");
+  }
+  EXPECT_EQ(test::call(b->port, verb::get, "/v1/responses/" + id + "?stream=true&starting_after=-3").result_int(), 400u);
+  EXPECT_EQ(test::call(b->port, verb::get, "/v1/responses/resp_00000000000000000000000000000000").result_int(), 404u);
+}
+
+TEST_F(Queue, AFollowerOnAnotherFrontSeesTheLiveEventsUntilTheEnd) {
+  auto a = front(), b = front();
+  auto w = worker();
+  const std::string id = id_of(create(*a, kBody, {{"x-sim-token-delay", "40ms"}}));
+  ASSERT_LT(test::wait_until([&] { return status(*b, id) == "in_progress"; }, 10s), 10s);
+  auto followed = parse_events(test::call(b->port, verb::get, "/v1/responses/" + id + "?stream=true").body());
+  ASSERT_FALSE(followed.empty());
+  EXPECT_EQ(followed.front().seq, 0);
+  EXPECT_EQ(followed.back().type, "response.completed");
+  for (std::size_t i = 1; i < followed.size(); ++i) ASSERT_EQ(followed[i].seq, followed[i - 1].seq + 1);
+}
+
+TEST_F(Queue, CancelWhileQueuedNeverRunsAndWhileRunningClosesTheUpstream) {
+  auto a = front();
+  auto w = worker({"--worker-max-jobs", "1"});
+  const std::string busy = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "50ms"}}));
+  ASSERT_LT(test::wait_until([&] { return sim->snapshot().active_streams == 1; }, 10s), 10s);
+  const std::string queued = id_of(create(*a));
+  EXPECT_EQ(status(*a, queued), "queued");
+  auto r = test::call(a->port, verb::post, "/v1/responses/" + queued + "/cancel");
+  ASSERT_EQ(r.result_int(), 200u) << r.body();
+  EXPECT_EQ(boost::json::parse(r.body()).at("status").as_string(), "cancelled");
+  EXPECT_EQ(status(*a, queued), "cancelled");
+  r = test::call(a->port, verb::post, "/v1/responses/" + busy + "/cancel");
+  ASSERT_EQ(r.result_int(), 200u) << r.body();
+  const auto took = test::wait_until([&] { return sim->snapshot().streams_aborted == 1; }, 5s);
+  EXPECT_LT(took, 2s) << "the worker closes the upstream at its next cancel poll (50 ms on an idle machine)";
+  EXPECT_EQ(wait_final(*a, busy), "cancelled");
+  // The slot freed: the cancelled queued job is skipped, never sent upstream.
+  ASSERT_LT(test::wait_until([&] { return w->metric("sluice_jobs_running") == 0; }, 5s), 5s);
+  EXPECT_EQ(sim->snapshot().completion_requests, 1u) << "the cancelled queued job never reached the upstream";
+  auto again = test::call(a->port, verb::post, "/v1/responses/" + busy + "/cancel");
+  EXPECT_EQ(again.result_int(), 200u) << "cancelling a cancelled response answers it again";
+  auto rest = test::call(a->port, verb::get, "/v1/responses/" + busy + "?stream=true");
+  EXPECT_EQ(rest.result_int(), 200u) << "a follower of a cancelled response gets a stream that ends";
+}
+
+TEST_F(Queue, AWorkerNeverRunsMoreThanItsSlotsAndEveryJobCompletes) {
+  auto a = front();
+  auto w1 = worker({"--worker-max-jobs", "2"});
+  auto w2 = worker({"--worker-max-jobs", "3"});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(id_of(create(*a, kBody, {{"x-sim-token-delay", "5ms"}})));
+  double most1 = 0, most2 = 0;
+  std::uint64_t most_upstream = 0;
+  test::wait_until([&] {
+    most1 = std::max(most1, w1->metric("sluice_jobs_running"));
+    most2 = std::max(most2, w2->metric("sluice_jobs_running"));
+    most_upstream = std::max(most_upstream, sim->snapshot().active_streams);
+    return w1->metric("sluice_jobs_total{state=\"completed\"}") + w2->metric("sluice_jobs_total{state=\"completed\"}") == 20;
+  }, 30s);
+  EXPECT_LE(most1, 2);
+  EXPECT_LE(most2, 3);
+  EXPECT_LE(most_upstream, 5u);
+  for (const auto& id : ids) EXPECT_EQ(status(*a, id), "completed");
+  EXPECT_EQ(sim->snapshot().completion_requests, 20u) << "no job ran twice";
+  EXPECT_GT(w1->metric("sluice_jobs_total{state=\"completed\"}"), 0);
+  EXPECT_GT(w2->metric("sluice_jobs_total{state=\"completed\"}"), 0);
+  test::wait_until([&] { return a->metric("sluice_jobs_waiting") == 0; }, 5s);
+  EXPECT_EQ(a->metric("sluice_jobs_waiting"), 0) << "the front samples the fleet's queue";
+}
+
+TEST_F(Queue, AWorkerKilledDuringAJobFailsItWorkerLostForItsFollowers) {
+  auto a = front();
+  auto w1 = std::make_unique<node>(args("worker", {"--redis-lease", "1s"}));
+  const std::string id = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
+  ASSERT_LT(test::wait_until([&] { return status(*a, id) == "in_progress"; }, 10s), 10s);
+  // A follower that is reading when the worker dies.
+  std::string followed;
+  std::thread follower([&] { followed = test::call(a->port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
+  std::this_thread::sleep_for(200ms);
+  ::kill(w1->p.pid(), SIGKILL);
+  auto w2 = std::make_unique<node>(args("worker", {"--redis-lease", "1s"}));
+  follower.join();
+  auto events = parse_events(followed);
+  ASSERT_FALSE(events.empty()) << followed;
+  EXPECT_EQ(events.back().type, "error");
+  EXPECT_EQ(events.back().data.at("code").as_string(), "worker_lost");
+  for (std::size_t i = 1; i < events.size(); ++i) ASSERT_EQ(events[i].seq, events[i - 1].seq + 1) << "no gap, no repeat";
+  auto done = get(*a, id);
+  EXPECT_EQ(done.at("status").as_string(), "failed");
+  EXPECT_EQ(done.at("error").at("code").as_string(), "worker_lost");
+  EXPECT_EQ(w2->metric("sluice_jobs_lost_total"), 1);
+  EXPECT_TRUE(w2->logged("failed jobs whose worker stopped (worker_lost)"));
+  EXPECT_EQ(sim->snapshot().completion_requests, 1u) << "a started job is not run again";
+}
+
+TEST_F(Queue, AJobAWorkerTookAndNeverStartedIsClaimedByAnotherAfterALease) {
+  auto a = front();
+  // A worker that takes the job and dies before starting it: a consumer of the group that reads
+  // the entry and never acknowledges it.
+  ASSERT_EQ(redis_cli("XGROUP CREATE 'sluice:{jobs}' workers 0 MKSTREAM"), "OK");
+  const std::string id = id_of(create(*a));
+  const std::string taken = redis_cli("XREADGROUP GROUP workers ghost COUNT 1 STREAMS 'sluice:{jobs}' '>'");
+  ASSERT_NE(taken.find(id), std::string::npos) << taken;
+  auto w = std::make_unique<node>(args("worker", {"--redis-lease", "1s"}));
+  ASSERT_EQ(wait_final(*a, id), "completed");
+  EXPECT_EQ(w->metric("sluice_jobs_claimed_total"), 1);
+  EXPECT_TRUE(w->logged("claimed jobs a dead worker had taken and never started"));
+  EXPECT_EQ(sim->snapshot().completion_requests, 1u);
+  EXPECT_EQ(redis_cli("XLEN 'sluice:{jobs}'"), "0") << "a started job leaves the queue";
+}
+
+TEST_F(Queue, RedisDownIsA503ThenEverythingRecovers) {
+  auto a = front({"--redis-command-timeout", "200ms"});
+  auto w = worker({"--redis-command-timeout", "200ms"});
+  const std::string before = id_of(create(*a));
+  ASSERT_EQ(wait_final(*a, before), "completed");
+  redis->kill();
+  auto r = test::call(a->port, verb::post, "/v1/responses", kBody);
+  EXPECT_EQ(r.result_int(), 503u) << r.body();
+  EXPECT_NE(r.body().find("job queue is unavailable"), std::string::npos);
+  EXPECT_FALSE(r[test::bhttp::field::retry_after].empty());
+  EXPECT_EQ(test::call(a->port, verb::get, "/v1/responses/" + before).result_int(), 503u);
+  EXPECT_GE(a->metric("sluice_queue_redis_errors_total{op=\"create\"}"), 1);
+  EXPECT_GE(a->metric("sluice_rejections_total{reason=\"queue_unavailable\"}"), 1);
+  // Back (empty, as a restarted Redis without persistence is): new jobs run again; the worker
+  // makes its consumer group anew.
+  ASSERT_TRUE(redis->start());
+  // Every thread's connection is remade (2 threads each).
+  ASSERT_LT(test::wait_until([&] { return a->metric("sluice_redis_connected") == 2 && w->metric("sluice_redis_connected") == 2; },
+                             15s),
+            15s);
+  const std::string id = id_of(create(*a));
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(wait_final(*a, id), "completed");
+  EXPECT_TRUE(a->logged("redis connected"));
+}
+
+TEST_F(Queue, AFollowerGetsAnInBandErrorWhenRedisStaysDown) {
+  auto a = front({"--redis-command-timeout", "200ms"});
+  auto w = worker({"--redis-command-timeout", "200ms"});
+  const std::string id = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
+  ASSERT_LT(test::wait_until([&] { return status(*a, id) == "in_progress"; }, 10s), 10s);
+  std::string followed;
+  std::thread follower([&] { followed = test::call(a->port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
+  std::this_thread::sleep_for(300ms);
+  redis->kill();
+  follower.join();
+  auto events = parse_events(followed);
+  ASSERT_FALSE(events.empty()) << followed;
+  EXPECT_EQ(events.back().type, "error") << "never a silent end";
+  EXPECT_NE(events.back().data.at("message").as_string().find("starting_after"), boost::json::string::npos);
+}
