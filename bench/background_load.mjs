@@ -1,6 +1,9 @@
 // Drives bench/background.sh: creates JOBS background responses on the gateway (CONCURRENCY
 // creates in flight), then polls each until it is final; prints one JSON line with the figures.
 // Node's own http module (keep-alive agent); no SDK, so that the client costs little.
+// PHASE=create writes the ids to IDS_FILE and stops; PHASE=poll reads them from it and only polls
+// (bench/queue.sh measures Redis between the two); unset: both.
+import fs from 'node:fs';
 import http from 'node:http';
 
 const port = Number(process.env.PORT);
@@ -36,13 +39,20 @@ async function pool(items, n, fn) {
   return out;
 }
 
+const phase = process.env.PHASE ?? '';
 const t0 = process.hrtime.bigint();
-const ids = await pool(Array.from({ length: jobs }, (_, i) => i), concurrency, async (i) => {
+const ids = phase === 'poll' ? JSON.parse(fs.readFileSync(process.env.IDS_FILE, 'utf8')) : await pool(Array.from({ length: jobs }, (_, i) => i), concurrency, async (i) => {
   const r = await call('POST', '/v1/responses', JSON.stringify({ model: 'sim-1', input: `job ${i}`, background: true }));
   if (r.status !== 200) throw new Error(`create ${i}: ${r.status} ${r.body}`);
   return JSON.parse(r.body).id;
 });
 const created = process.hrtime.bigint();
+if (phase === 'create') {
+  fs.writeFileSync(process.env.IDS_FILE, JSON.stringify(ids));
+  console.log(JSON.stringify({ jobs, concurrency, create_seconds: Number(created - t0) / 1e9 }));
+  agent.destroy();
+  process.exit(0);
+}
 const statuses = {};
 const results = await pool(ids, concurrency, async (id) => {
   for (;;) {

@@ -238,28 +238,42 @@ task<void> pipeline::follow(request_context& ctx, std::shared_ptr<jobs::response
   if (!co_await open_event_stream(ctx)) co_return;
   jobs::wakeup wake(co_await net::this_coro::executor);
   rec->follow(wake.get_handle());
-  std::int64_t last = after;
-  std::string out;
+  follow_cursor cur{after, {}};
   for (;;) {
-    auto batch = rec->read_after(last, follow_batch_bytes);
-    if (!batch.events.empty()) {
-      out.clear();
-      for (const auto& e : batch.events) out += e;
-      if (!co_await ctx.conn->write_chunk(out)) break;
-      last = batch.last_seq;
-      ctx.end.bytes_out += out.size();
+    auto batch = rec->read_after(cur.last, follow_batch_bytes);
+    switch (co_await deliver(ctx, batch, cur)) {
+      case follow_next::more: continue;
+      case follow_next::wait: co_await wake.wait(follow_recheck); continue;
+      case follow_next::done: co_return;
     }
-    if (batch.finished) {
-      ctx.end.written = (co_await ctx.conn->finish_chunks()).has_value();
-      co_return;
-    }
-    if (!batch.events.empty()) continue;
-    if (ctx.cancel.cancelled()) break;
-    if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) co_return co_await cut_follow(ctx, last);
-    co_await wake.wait(follow_recheck);
   }
+}
+
+task<pipeline::follow_next> pipeline::deliver(request_context& ctx, jobs::event_batch& batch, follow_cursor& cur) {
+  if (!batch.events.empty()) {
+    cur.out.clear();
+    for (const auto& e : batch.events) cur.out += e;
+    if (!co_await ctx.conn->write_chunk(cur.out)) co_return left_follow(ctx);
+    cur.last = batch.last_seq;
+    ctx.end.bytes_out += cur.out.size();
+  }
+  if (batch.finished) {
+    ctx.end.written = (co_await ctx.conn->finish_chunks()).has_value();
+    co_return follow_next::done;
+  }
+  if (!batch.events.empty()) co_return follow_next::more;
+  if (ctx.cancel.cancelled()) co_return left_follow(ctx);
+  if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) {
+    co_await cut_follow(ctx, cur.last);
+    co_return follow_next::done;
+  }
+  co_return follow_next::wait;
+}
+
+pipeline::follow_next pipeline::left_follow(request_context& ctx) noexcept {
   ctx.end.outcome = obs::outcome::cancelled;
   ctx.end.reason = to_string(cancel_reason::client_gone);
+  return follow_next::done;
 }
 
 task<bool> pipeline::open_event_stream(request_context& ctx) {
@@ -291,8 +305,7 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
   if (!co_await open_event_stream(ctx)) co_return;
   auto& queue = *cfg_.svc.queue;
   net::steady_timer pause(co_await net::this_coro::executor);
-  std::int64_t last = after;
-  std::string out;
+  follow_cursor cur{after, {}};
   std::optional<runtime::steady::time_point> failing_since;
   for (;;) {
     // The next batch is read only once the client took the last one: Redis, not this process,
@@ -300,7 +313,7 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
     auto* c = cfg_.svc.redis->current();
     jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
     jobs::event_batch batch;
-    if (c) batch = co_await queue.read_after(*c, id, last, follow_batch_events, failure);
+    if (c) batch = co_await queue.read_after(*c, id, cur.last, follow_batch_events, failure);
     if (failure != jobs::redis_failure::none) {
       if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
       const auto now = runtime::steady::now();
@@ -308,7 +321,7 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
       if (now - *failing_since >= follow_redis_patience) {
         // Redis stayed away: an in-band error, never a silent end; the client resumes from `last`.
         const auto e = error::make(errc::overloaded, "The response store is unavailable; resume this stream with starting_after.");
-        (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, last + 1), "error"));
+        (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, cur.last + 1), "error"));
         ctx.end.outcome = obs::outcome::internal;
         ctx.end.reason = "queue_unavailable";
         co_return;
@@ -316,26 +329,15 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
     } else {
       failing_since.reset();
     }
-    if (!batch.events.empty()) {
-      out.clear();
-      for (const auto& e : batch.events) out += e;
-      if (!co_await ctx.conn->write_chunk(out)) break;
-      last = batch.last_seq;
-      ctx.end.bytes_out += out.size();
+    switch (co_await deliver(ctx, batch, cur)) {
+      case follow_next::more: continue;
+      case follow_next::done: co_return;
+      case follow_next::wait: break;
     }
-    if (batch.finished) {
-      ctx.end.written = (co_await ctx.conn->finish_chunks()).has_value();
-      co_return;
-    }
-    if (!batch.events.empty()) continue;
-    if (ctx.cancel.cancelled()) break;
-    if (cfg_.svc.drain.cutting.load(std::memory_order_relaxed)) co_return co_await cut_follow(ctx, last);
     pause.expires_after(cfg_.jobs->poll_interval);
     error_code ec;
     co_await pause.async_wait(ec_out(ec));
   }
-  ctx.end.outcome = obs::outcome::cancelled;
-  ctx.end.reason = to_string(cancel_reason::client_gone);
 }
 
 task<void> pipeline::run_jobs(jobs::memory_store& store) {

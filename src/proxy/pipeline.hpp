@@ -116,6 +116,14 @@ class pipeline final : public http::request_handler {
   task<void> follow_queued(request_context& ctx, std::string id, std::int64_t after);
   // A follow's event-stream head (false: the client left) and the drain's in-band end.
   task<bool> open_event_stream(request_context& ctx);
+  // One batch of a follow written; what the follow does next.
+  enum class follow_next : std::uint8_t { more, wait, done };
+  struct follow_cursor {
+    std::int64_t last;  // the last sequence number written
+    std::string out;    // the write buffer, reused
+  };
+  task<follow_next> deliver(request_context& ctx, jobs::event_batch& batch, follow_cursor& cur);
+  follow_next left_follow(request_context& ctx) noexcept;
   task<void> cut_follow(request_context& ctx, std::int64_t last);
   // GET /v1/responses/{id} (its object, or ?stream=true its events) and POST .../cancel.
   task<void> serve_stored(request_context& ctx, const http::request& req);

@@ -2,37 +2,17 @@
 // changes), sluice in front of `sluice sim`. Run by ctest (SLUICE_BIN) or: node --test tests/e2e/
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { zodTextFormat, zodResponseFormat, zodFunction } from 'openai/helpers/zod';
 import { z } from 'zod';
+import { start as startIn, sleep, untilFinal } from './lib.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const bin = process.env.SLUICE_BIN ?? path.join(here, '..', '..', 'build', 'sluice');
 const UPSTREAM_KEY = 'sk-e2e-PLANTED-upstream-key-51d0';
 const procs = [];
 let baseURL;
 let simURL;
 let gatewayOutput = '';
-
-function start(args, env = {}) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    procs.push(p);
-    let out = '';
-    const onData = (d) => {
-      out += d.toString();
-      const m = out.match(/listening on [0-9.]+:(\d+)/);
-      if (m) resolve({ proc: p, port: Number(m[1]), output: () => out });
-    };
-    p.stdout.on('data', onData);
-    p.stderr.on('data', onData);
-    p.on('exit', (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
-    setTimeout(() => reject(new Error(`${args[0]} did not start: ${out}`)), 10000).unref();
-  });
-}
+const start = (args, env) => startIn(procs, args, env);
 
 before(async () => {
   const sim = await start(['sim', '--listen', '127.0.0.1:0', '--tokens', '12', '--token-delay', '2ms']);
@@ -337,15 +317,6 @@ test('a broken Responses stream raises in the SDK (the Responses error event)', 
 
 // Background responses (docs/queue.md): create, retrieve until done, resume the stored stream
 // after a sequence number, cancel a running one.
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function untilFinal(c, id) {
-  for (let i = 0; i < 200; i++) {
-    const r = await c.responses.retrieve(id);
-    if (r.status !== 'queued' && r.status !== 'in_progress') return r;
-    await sleep(25);
-  }
-  throw new Error(`response ${id} did not finish`);
-}
 
 test('background: responses.create, then responses.retrieve until completed', async () => {
   const c = client();

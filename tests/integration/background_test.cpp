@@ -14,12 +14,15 @@
 #include "app/gateway.hpp"
 #include "sim/server.hpp"
 #include "process.hpp"
+#include "responses_events.hpp"
 #include "test_client.hpp"
 
 using namespace sluice;
 using namespace std::chrono_literals;
 using test::bhttp::verb;
 using headers = std::vector<std::pair<std::string, std::string>>;
+using test::output_text;
+using test::parse_events;
 
 namespace {
 
@@ -82,34 +85,6 @@ struct Background : ::testing::Test {
     return pos == std::string::npos ? -1 : std::strtod(m.c_str() + pos + series.size() + 2, nullptr);
   }
 };
-
-std::string output_text(const boost::json::object& response) {
-  std::string out;
-  for (const auto& item : response.at("output").as_array())
-    if (const auto* content = item.as_object().if_contains("content"))
-      for (const auto& part : content->as_array())
-        if (const auto* t = part.as_object().if_contains("text")) out += t->as_string();
-  return out;
-}
-
-struct sse_event {
-  std::string type;
-  std::int64_t seq;
-  boost::json::object data;
-};
-std::vector<sse_event> parse_events(const std::string& body) {
-  std::vector<sse_event> out;
-  std::size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    auto end = body.find('\n', pos);
-    auto data = boost::json::parse(body.substr(pos + 6, end - pos - 6)).as_object();
-    std::string type(data.at("type").as_string());
-    const auto* seq = data.if_contains("sequence_number");
-    out.push_back({type, seq ? seq->to_number<std::int64_t>() : -1, std::move(data)});
-    pos = end;
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 
 #include "process.hpp"
 #include "redis_server.hpp"
+#include "serve_node.hpp"
 #include "sim/server.hpp"
 #include "test_client.hpp"
 
@@ -29,25 +30,7 @@ using test::bhttp::verb;
 
 namespace {
 
-struct replica_proc {
-  test::child_process p;
-  std::uint16_t port = 0;
-  explicit replica_proc(std::vector<std::string> args) : p(std::move(args), {"OPENAI_API_KEY=sk-upstream-test"}) {
-    port = p.wait_port().value_or(0);
-    EXPECT_NE(port, 0) << p.output();
-  }
-  // One series' value from /metrics ("" labels: the first series of the name), or -1.
-  double metric(const std::string& series) {
-    const std::string text = test::call(port, verb::get, "/metrics").body();
-    const auto at = text.find("\n" + series + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(text.substr(at + series.size() + 2));
-  }
-  bool logged(const std::string& msg) {
-    p.pump(5);
-    return p.output().find(msg) != std::string::npos;
-  }
-};
+using replica_proc = test::serve_node;
 
 std::string chat_request(bool stream, const std::string& key, const std::string& extra_headers = "") {
   const std::string body = test::chat_body(stream);

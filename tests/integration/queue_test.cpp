@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "process.hpp"
+#include "responses_events.hpp"
 #include "redis_server.hpp"
+#include "serve_node.hpp"
 #include "sim/server.hpp"
 #include "test_client.hpp"
 
@@ -25,58 +27,14 @@ using namespace sluice;
 using namespace std::chrono_literals;
 using test::bhttp::verb;
 using headers = std::vector<std::pair<std::string, std::string>>;
+using test::output_text;
+using test::parse_events;
 
 namespace {
 
 const std::string kBody = R"({"model":"sim-1","input":"tell me","background":true})";
 
-struct node {
-  test::child_process p;
-  std::uint16_t port = 0;
-  explicit node(std::vector<std::string> args) : p(std::move(args), {"OPENAI_API_KEY=sk-upstream-test"}) {
-    port = p.wait_port().value_or(0);
-    EXPECT_NE(port, 0) << p.output();
-  }
-  double metric(const std::string& series) {
-    p.pump(0);
-    const std::string text = test::call(port, verb::get, "/metrics").body();
-    const auto at = text.find("\n" + series + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(text.substr(at + series.size() + 2));
-  }
-  bool logged(const std::string& msg) {
-    p.pump(5);
-    return p.output().find(msg) != std::string::npos;
-  }
-};
-
-struct sse_event {
-  std::string type;
-  std::int64_t seq;
-  boost::json::object data;
-};
-std::vector<sse_event> parse_events(const std::string& body) {
-  std::vector<sse_event> out;
-  std::size_t pos = 0;
-  while ((pos = body.find("data: ", pos)) != std::string::npos) {
-    auto end = body.find('\n', pos);
-    auto data = boost::json::parse(body.substr(pos + 6, end - pos - 6)).as_object();
-    std::string type(data.at("type").as_string());
-    const auto* seq = data.if_contains("sequence_number");
-    out.push_back({type, seq ? seq->to_number<std::int64_t>() : -1, std::move(data)});
-    pos = end;
-  }
-  return out;
-}
-
-std::string output_text(const boost::json::object& response) {
-  std::string out;
-  for (const auto& item : response.at("output").as_array())
-    if (const auto* content = item.as_object().if_contains("content"))
-      for (const auto& part : content->as_array())
-        if (const auto* t = part.as_object().if_contains("text")) out += t->as_string();
-  return out;
-}
+using node = test::serve_node;
 
 struct Queue : ::testing::Test {
   std::unique_ptr<sim::server> sim;
@@ -170,7 +128,8 @@ TEST_F(Queue, CreatedOnOneFrontRunByAWorkerRetrievedOnAnotherGivesWhatADirectStr
   ASSERT_EQ(events.back().type, "response.completed");
   EXPECT_FALSE(output_text(done).empty());
   EXPECT_EQ(output_text(done), output_text(events.back().data.at("response").as_object()));
-  EXPECT_EQ(w->metric("sluice_jobs_total{state=\"completed\"}"), 1);
+  // (Counted once the worker let go of its lease, just after the final status is stored.)
+  EXPECT_LT(test::wait_until([&] { return w->metric("sluice_jobs_total{state=\"completed\"}") == 1; }, 5s), 5s);
   EXPECT_EQ(a->metric("sluice_jobs_total{state=\"completed\"}"), 0) << "a front runs no jobs";
   EXPECT_TRUE(w->logged("\"msg\":\"job completed\""));
   // The worker serves probes and metrics only.
@@ -287,7 +246,7 @@ TEST_F(Queue, AWorkerKilledDuringAJobFailsItWorkerLostForItsFollowers) {
   auto done = get(*a, id);
   EXPECT_EQ(done.at("status").as_string(), "failed");
   EXPECT_EQ(done.at("error").at("code").as_string(), "worker_lost");
-  EXPECT_EQ(w2->metric("sluice_jobs_lost_total"), 1);
+  EXPECT_LT(test::wait_until([&] { return w2->metric("sluice_jobs_lost_total") == 1; }, 5s), 5s);
   EXPECT_TRUE(w2->logged("failed jobs whose worker stopped (worker_lost)"));
   EXPECT_EQ(sim->snapshot().completion_requests, 1u) << "a started job is not run again";
 }
@@ -320,7 +279,8 @@ TEST_F(Queue, RedisDownIsA503ThenEverythingRecovers) {
   EXPECT_FALSE(r[test::bhttp::field::retry_after].empty());
   EXPECT_EQ(test::call(a->port, verb::get, "/v1/responses/" + before).result_int(), 503u);
   EXPECT_GE(a->metric("sluice_queue_redis_errors_total{op=\"create\"}"), 1);
-  EXPECT_GE(a->metric("sluice_rejections_total{reason=\"queue_unavailable\"}"), 1);
+  // (A request is counted just after its answer is written: awaited, not read at once.)
+  EXPECT_LT(test::wait_until([&] { return a->metric("sluice_rejections_total{reason=\"queue_unavailable\"}") >= 1; }, 5s), 5s);
   // Back (empty, as a restarted Redis without persistence is): new jobs run again; the worker
   // makes its consumer group anew.
   ASSERT_TRUE(redis->start());

@@ -1,0 +1,41 @@
+// Shared by the e2e tests (not a test file itself): starting the real binaries and waiting on
+// background responses.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const bin = process.env.SLUICE_BIN ?? path.join(here, '..', '..', 'build', 'sluice');
+
+// Starts `bin args...`; resolves with its port once it says "listening on HOST:PORT". Every
+// process started is in `procs`, for the test file's after() to stop. Its output is read all the
+// time (a full pipe would block it), keeping the last MiB.
+export function start(procs, args, env = {}) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    procs.push(p);
+    let out = '';
+    const onData = (d) => {
+      out += d.toString();
+      if (out.length > 1 << 20) out = out.slice(-(1 << 19));
+      const m = out.match(/listening on [0-9.]+:(\d+)/);
+      if (m) resolve({ proc: p, port: Number(m[1]), output: () => out });
+    };
+    p.stdout.on('data', onData);
+    p.stderr.on('data', onData);
+    p.on('exit', (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
+    setTimeout(() => reject(new Error(`${args[0]} did not start: ${out}`)), 10000).unref();
+  });
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Retrieves background response `id` until it is final.
+export async function untilFinal(c, id) {
+  for (let i = 0; i < 400; i++) {
+    const r = await c.responses.retrieve(id);
+    if (r.status !== 'queued' && r.status !== 'in_progress') return r;
+    await sleep(25);
+  }
+  throw new Error(`response ${id} did not finish`);
+}

@@ -1,0 +1,55 @@
+// jobs::options: the queue and the role are named values with a default, checked together.
+#include "jobs/options.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace sluice;
+
+namespace {
+result<void> load(jobs::options& o, std::string_view yaml) {
+  config::option_table t;
+  o.register_options(t);
+  if (auto r = t.apply_yaml_text(yaml); !r) return r;
+  return o.validate();
+}
+}  // namespace
+
+TEST(JobOptions, DefaultsAreOneProcessWithTheQueueInMemory) {
+  jobs::options o;
+  ASSERT_TRUE(load(o, "{}").has_value());
+  EXPECT_EQ(o.queue, jobs::queue_backend::memory);
+  EXPECT_EQ(o.role, jobs::process_role::both);
+  EXPECT_TRUE(o.runs_jobs());
+  EXPECT_TRUE(o.serves_clients());
+  EXPECT_EQ(o.poll_interval, std::chrono::milliseconds(20));
+}
+
+TEST(JobOptions, FrontsAndWorkersNeedTheRedisQueue) {
+  jobs::options front;
+  ASSERT_TRUE(load(front, "queue: redis\nrole: front\n").has_value());
+  EXPECT_FALSE(front.runs_jobs());
+  EXPECT_TRUE(front.serves_clients());
+  jobs::options worker;
+  ASSERT_TRUE(load(worker, "queue: redis\nrole: worker\nqueue-poll-interval: 5ms\n").has_value());
+  EXPECT_TRUE(worker.runs_jobs());
+  EXPECT_FALSE(worker.serves_clients());
+  jobs::options alone;
+  auto r = load(alone, "role: worker\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("needs --queue redis"), std::string::npos) << r.err().message;
+}
+
+TEST(JobOptions, UnknownQueuesRolesAndIntervalsAreRefusedByName) {
+  jobs::options a;
+  auto r = load(a, "queue: kafka\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("queue"), std::string::npos);
+  jobs::options b;
+  r = load(b, "role: leader\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("role"), std::string::npos);
+  jobs::options c;
+  r = load(c, "queue: redis\nqueue-poll-interval: 5s\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("queue-poll-interval"), std::string::npos);
+}
