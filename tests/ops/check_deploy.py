@@ -273,20 +273,83 @@ if yaml is not None:
             return "the config volume does not mount the ConfigMap"
         listed = set(docs["Kustomization"]["resources"])
         files = {f.name for f in kdir.glob("*.yaml")} - {"kustomization.yaml"}
-        files |= {d.name for d in kdir.iterdir() if d.is_dir() and (d / "kustomization.yaml").exists()}
+        # Component directories are resources of the base; overlays (which build on "../") are not.
+        files |= {d.name for d in kdir.iterdir()
+                  if d.is_dir() and (d / "kustomization.yaml").exists()
+                  and "../" not in (yaml.safe_load((d / "kustomization.yaml").read_text()) or {}).get("resources", [])}
         return None if listed == files else f"kustomization resources {sorted(listed)} != files {sorted(files)}"
 
     def options_exist():
         # The option names the code registers (option_table add/add_size/.../add_custom calls):
         # `sluice serve` rejects unknown config keys and flags, so a typo here is a failed rollout.
-        registered = set()
-        for f in (root / "src").rglob("*.cpp"):
-            registered |= set(re.findall(r'\badd(?:_size|_duration|_list|_custom)?\(\{?"([a-z0-9-]+)"', f.read_text()))
+        registered = registered_options()
         used = set(config().keys())
         used |= {a[2:].split("=", 1)[0] for a in container().get("args", []) if a.startswith("--")}
         used -= {"config"}  # `serve --config FILE` is a CLI11 option of its own
         unknown = sorted(used - registered)
         return f"options not registered by any module: {unknown}" if unknown else None
+
+    def registered_options():
+        registered = set()
+        for f in (root / "src").rglob("*.cpp"):
+            registered |= set(re.findall(r'\badd(?:_size|_duration|_list|_custom)?\(\{?"([a-z0-9-]+)"', f.read_text()))
+        return registered
+
+    def queue_overlay():
+        # deploy/kubernetes/queue: the base's gateway becomes the fronts, plus the workers.
+        qdir = kdir / "queue"
+        found = {}
+        for f in sorted(qdir.glob("*.yaml")):
+            for d in yaml.safe_load_all(f.read_text()):
+                if d:
+                    found.setdefault(d["kind"], []).append(d)
+        k = found["Kustomization"][0]
+        listed = set(k["resources"])
+        files = {f.name for f in qdir.glob("*.yaml")} - {"kustomization.yaml"}
+        if listed != files | {"../"}:
+            return f"queue/ resources {sorted(listed)} != its files and the base"
+        front_args = [op["value"] for p in k["patches"] for op in yaml.safe_load(p["patch"]) if op["op"] == "add"]
+        if {"--queue=redis", "--role=front"} - set(front_args):
+            return "the fronts' patch must add --queue=redis and --role=front"
+        workers = [d for d in found["Deployment"] if d["metadata"]["name"] == "sluice-worker"]
+        if not workers:
+            return "no sluice-worker Deployment"
+        w = workers[0]
+        spec = w["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        args = c["args"]
+        for need in ("--queue=redis", "--role=worker"):
+            if need not in args:
+                return f"the workers need {need}"
+        if not any(a.startswith("--redis=") for a in args):
+            return "the workers need --redis"
+        flags = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")} - {"config"}
+        flags |= {a[2:].split("=", 1)[0] for a in front_args}
+        unknown = sorted(flags - registered_options())
+        if unknown:
+            return f"options not registered by any module: {unknown}"
+        timeout = next(dur(a.split("=", 1)[1]) for a in args if a.startswith("--drain-timeout="))
+        delay = next(dur(a.split("=", 1)[1]) for a in args if a.startswith("--drain-delay="))
+        if spec["terminationGracePeriodSeconds"] < delay + timeout + 5:
+            return "the workers' grace period does not cover their drain"
+        if c["readinessProbe"]["httpGet"]["path"] != "/readyz" or c["livenessProbe"]["httpGet"]["path"] != "/healthz":
+            return "the workers' probes must be /readyz and /healthz"
+        labels = w["spec"]["template"]["metadata"]["labels"]
+        if any(labels.get(kk) == v for kk, v in docs["Service"]["spec"]["selector"].items()):
+            return "the gateway's Service must not select the workers"
+        pm = found["PodMonitor"][0]["spec"]
+        if any(labels.get(kk) != v for kk, v in pm["selector"]["matchLabels"].items()):
+            return "the PodMonitor does not select the workers"
+        hpa = found["HorizontalPodAutoscaler"][0]
+        if hpa["spec"]["scaleTargetRef"]["name"] != "sluice-worker":
+            return "the workers' HPA must target sluice-worker"
+        names = {m.get("pods", m.get("external", {})).get("metric", {}).get("name") for m in hpa["spec"]["metrics"]}
+        if names != {"sluice_jobs_running", "sluice_jobs_waiting"}:
+            return f"the workers' HPA must scale on busy slots and the queue: {sorted(n for n in names if n)}"
+        return None
+
+    if (kdir / "queue").is_dir() and {"Deployment", "Service"} <= docs.keys():
+        check("fronts and workers (queue/)", queue_overlay)
 
     if {"Deployment", "ConfigMap"} <= docs.keys():
         check("config keys and flags are registered options", options_exist)
