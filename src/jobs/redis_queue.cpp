@@ -265,11 +265,17 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
   event_batch out;
   out.last_seq = after;
   // Whether it is final is read first: a final response's events are all there by then.
-  auto fin = co_await c.command("HGET", response_key(id), "fin");
-  if (!fin.ok()) {
+  auto state = co_await c.command("HMGET", response_key(id), "st", "fin");
+  if (!state.ok() || state.value.type != redis::reply::kind::array || state.value.elements.size() != 2) {
     failure = redis_failure::unavailable;
     co_return out;
   }
+  if (state.value.elements[0].is_nil()) {
+    // Gone: expired, or Redis lost it (restarted without its data). Nothing will follow.
+    out.missing = true;
+    co_return out;
+  }
+  const bool final = state.value.elements[1].str == "1";
   const std::string count_s = std::to_string(count);
   const std::string from = "(" + std::to_string(after + 1) + "-0";
   auto r = co_await c.command("XRANGE", events_key(id), from, "+", "COUNT", count_s);
@@ -286,7 +292,7 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
     out.seqs.push_back(out.last_seq);
   }
   // Final, and this read reached the end of the log: nothing follows.
-  out.finished = fin.value.str == "1" && r.value.elements.size() < count;
+  out.finished = final && r.value.elements.size() < count;
   co_return out;
 }
 

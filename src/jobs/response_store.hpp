@@ -45,6 +45,7 @@ struct event_batch {
   std::vector<std::int64_t> seqs;   // their sequence numbers
   std::int64_t last_seq = -1;       // the last one's sequence number (unchanged `after` when none)
   bool finished = false;            // the log is complete: nothing follows these
+  bool missing = false;             // (--queue redis) the response is gone: expired, or Redis lost it
 };
 
 class memory_store;

@@ -329,6 +329,14 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
     } else {
       failing_since.reset();
     }
+    if (batch.missing) {
+      // Its keys vanished under a live follow (Redis restarted without its data): said in-band.
+      const auto e = error::make(errc::internal, "The response was lost by the store (Redis lost its data); retry the request.");
+      (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, cur.last + 1), "error"));
+      ctx.end.outcome = obs::outcome::internal;
+      ctx.end.reason = "response_lost";
+      co_return;
+    }
     switch (co_await deliver(ctx, batch, cur)) {
       case follow_next::more: continue;
       case follow_next::done: co_return;

@@ -309,3 +309,28 @@ TEST_F(Queue, AFollowerGetsAnInBandErrorWhenRedisStaysDown) {
   EXPECT_EQ(events.back().type, "error") << "never a silent end";
   EXPECT_NE(events.back().data.at("message").as_string().find("starting_after"), boost::json::string::npos);
 }
+
+TEST_F(Queue, RedisRestartedMidRunEndsFollowersInBandAndNewJobsRun) {
+  auto a = front({"--redis-command-timeout", "200ms"});
+  auto w = worker({"--redis-command-timeout", "200ms"});
+  const std::string id = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
+  ASSERT_LT(test::wait_until([&] { return status(*a, id) == "in_progress"; }, 10s), 10s);
+  std::string followed;
+  std::thread follower([&] { followed = test::call(a->port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
+  std::this_thread::sleep_for(300ms);
+  // Restarted without its data: the response's keys are gone under its follower and its worker.
+  redis->kill();
+  ASSERT_TRUE(redis->start());
+  follower.join();
+  auto events = parse_events(followed);
+  ASSERT_FALSE(events.empty()) << followed;
+  EXPECT_EQ(events.back().type, "error") << "never a hang, never a silent end";
+  for (std::size_t i = 1; i < events.size(); ++i) ASSERT_EQ(events[i].seq, events[i - 1].seq + 1);
+  // The worker stops the job it can no longer store, and takes new ones.
+  ASSERT_LT(test::wait_until([&] { return w->metric("sluice_jobs_running") == 0; }, 10s), 10s);
+  ASSERT_LT(test::wait_until([&] { return a->metric("sluice_redis_connected") == 2 && w->metric("sluice_redis_connected") == 2; }, 15s),
+            15s);
+  const std::string next = id_of(create(*a));
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(wait_final(*a, next), "completed");
+}
