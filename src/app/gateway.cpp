@@ -200,6 +200,7 @@ result<tcp::endpoint> gateway::start() {
         *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *workers_[t].pipeline; }, *jobs_metrics_,
         drain_);
     redis_worker_->start(job_slots_, opts_.jobs.runs_jobs());
+    services_->queue_worker = redis_worker_.get();
   } else {
     for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
       const std::size_t t = static_cast<std::size_t>(i % workers_.size());

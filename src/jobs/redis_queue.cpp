@@ -60,7 +60,21 @@ elseif last then
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 end
-return 1
+local t = redis.call('TIME')
+return {1, tonumber(redis.call('HGET', KEYS[1], 'fa') or '0'), tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
+)lua";
+
+// KEYS[1] the hash, KEYS[2] its events; ARGV: the first entry id to read (exclusive form), at most
+// this many. {0}: gone. Else {1, fin, entries}; a live response also notes when it was last
+// followed (fa, Redis's clock), for the process relaying a recorded stream (orphan-timeout).
+constexpr std::string_view read_lua = R"lua(
+local h = redis.call('HMGET', KEYS[1], 'st', 'fin')
+if not h[1] then return {0} end
+if h[2] ~= '1' then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'fa', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+return {1, h[2] or '0', redis.call('XRANGE', KEYS[2], ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))}
 )lua";
 
 // KEYS[1] the hash; ARGV: the cancelled object, retention (ms). Returns {status before, worker}.
@@ -198,7 +212,8 @@ std::vector<redis::script> redis_queue::scripts() {
           redis::script::make("response_cancel", std::string(cancel_lua)),
           redis::script::make("job_lost", std::string(lose_lua)),
           redis::script::make("job_leases", std::string(lease_lua)),
-          redis::script::make("job_leases_expired", std::string(expired_lua))};
+          redis::script::make("job_leases_expired", std::string(expired_lua)),
+          redis::script::make("response_read", std::string(read_lua))};
 }
 
 std::string redis_queue::response_key(std::string_view id) const { return prefix_ + "{resp:" + std::string(id) + "}"; }
@@ -264,26 +279,24 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
                                           redis_failure& failure) {
   event_batch out;
   out.last_seq = after;
-  // Whether it is final is read first: a final response's events are all there by then.
-  auto state = co_await c.command("HMGET", response_key(id), "st", "fin");
-  if (!state.ok() || state.value.type != redis::reply::kind::array || state.value.elements.size() != 2) {
+  // One script: the status and the events read together (a final response has all its events).
+  const std::string from = "(" + std::to_string(after + 1) + "-0";
+  std::vector<std::string> keys{response_key(id), events_key(id)};
+  std::vector<std::string> args{from, std::to_string(count)};
+  auto r = co_await run(c, read_events, std::move(keys), std::move(args));
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.empty()) {
     failure = redis_failure::unavailable;
     co_return out;
   }
-  if (state.value.elements[0].is_nil()) {
+  const auto& top = r.value.elements;
+  if (top[0].as_integer().value_or(0) != 1 || top.size() < 3) {
     // Gone: expired, or Redis lost it (restarted without its data). Nothing will follow.
     out.missing = true;
     co_return out;
   }
-  const bool final = state.value.elements[1].str == "1";
-  const std::string count_s = std::to_string(count);
-  const std::string from = "(" + std::to_string(after + 1) + "-0";
-  auto r = co_await c.command("XRANGE", events_key(id), from, "+", "COUNT", count_s);
-  if (!r.ok() || r.value.type != redis::reply::kind::array) {
-    failure = redis_failure::unavailable;
-    co_return out;
-  }
-  for (const auto& e : r.value.elements) {
+  const bool final = top[1].str == "1";
+  const auto& entries = top[2].elements;
+  for (const auto& e : entries) {
     if (e.type != redis::reply::kind::array || e.elements.size() < 2 || e.elements[1].elements.size() < 2) continue;
     const std::string& entry = e.elements[0].str;
     const auto dash = entry.find('-');
@@ -292,7 +305,7 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
     out.seqs.push_back(out.last_seq);
   }
   // Final, and this read reached the end of the log: nothing follows.
-  out.finished = final && r.value.elements.size() < count;
+  out.finished = final && entries.size() < count;
   co_return out;
 }
 
@@ -388,7 +401,8 @@ task<bool> redis_queue::start(redis::connection& c, const queued_job& j, const s
 }
 
 task<bool> redis_queue::append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
-                               std::optional<status> st, const std::string& object, bool final, redis_failure& failure) {
+                               std::optional<status> st, const std::string& object, bool final, redis_failure& failure,
+                               std::optional<std::int64_t>* followed_ms_ago) {
   std::vector<std::string> args;
   args.reserve(5 + events.size() * 2);
   args.push_back(worker_);
@@ -406,7 +420,27 @@ task<bool> redis_queue::append(redis::connection& c, std::string_view id, const 
     failure = redis_failure::unavailable;
     co_return false;
   }
-  co_return r.value.as_integer().value_or(0) == 1;
+  if (r.value.type != redis::reply::kind::array || r.value.elements.size() != 3) co_return false;  // 0: not ours
+  const auto followed = r.value.elements[1].as_integer().value_or(0);
+  const auto now = r.value.elements[2].as_integer().value_or(0);
+  if (followed_ms_ago && followed > 0) *followed_ms_ago = std::max<std::int64_t>(0, now - followed);
+  co_return true;
+}
+
+task<bool> redis_queue::open(redis::connection& c, const new_response& r) {
+  std::vector<std::string> lkeys{running_key()};
+  std::vector<std::string> largs{ms(lease_), "NX", r.id};
+  auto held = co_await run(c, renew_leases, std::move(lkeys), std::move(largs));
+  if (!held.ok() || held.value.as_integer().value_or(0) != 1) co_return false;  // someone else's, or Redis away
+  json::array hdr;
+  std::vector<std::string> keys{response_key(r.id)};
+  std::vector<std::string> args{std::to_string(live_ttl_ms), "st", "in_progress", "obj", r.object, "own", r.owner, "bg",
+                                r.background ? "1" : "0", "hdr", json::serialize(hdr), "body", "", "last", "-1",
+                                "wk", worker_};
+  auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
+  if (made.ok() && made.value.as_integer().value_or(0) == 1) co_return true;
+  (void)co_await c.command("ZREM", running_key(), r.id);
+  co_return false;
 }
 
 task<void> redis_queue::release(redis::connection& c, std::string_view id) {

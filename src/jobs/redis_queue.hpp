@@ -78,7 +78,8 @@ class redis_queue {
   // The response's status, object, owner and worker; nullopt when unknown (or `failure`).
   task<std::optional<stored_response>> find(redis::connection& c, std::string_view id, redis_failure& failure);
   // Events after sequence number `after`, at most `count`; `finished` when the response is final and
-  // nothing follows them.
+  // nothing follows them; `missing` when it is gone. A read of a live response notes that it is
+  // followed (for the process relaying it: orphan-timeout).
   task<event_batch> read_after(redis::connection& c, std::string_view id, std::int64_t after, std::size_t count,
                                redis_failure& failure);
   // Cancels: a queued job is finished `cancelled` at once (its object `cancelled_object`); a running
@@ -106,8 +107,16 @@ class redis_queue {
   // ends the response (its keys expire after response-retention). False when the response is no
   // longer this worker's to write (failed as worker_lost meanwhile, or gone), or Redis did not answer
   // (`failure`).
+  // `followed_ms_ago`, when given, learns how long ago a follower last read the response (set only
+  // when one ever did).
   task<bool> append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
-                    std::optional<status> st, const std::string& object, bool final, redis_failure& failure);
+                    std::optional<status> st, const std::string& object, bool final, redis_failure& failure,
+                    std::optional<std::int64_t>* followed_ms_ago = nullptr);
+  // A response this process is already writing (a client's own recorded stream): stored
+  // in_progress under this process's lease, so that any front can follow and resume it, and a
+  // death of this process is a worker_lost. False when Redis did not take it (away, or the id is
+  // taken).
+  task<bool> open(redis::connection& c, const new_response& r);
   // The job ended here: its lease is released.
   task<void> release(redis::connection& c, std::string_view id);
   // Renews this worker's leases of `ids` (one command).
@@ -121,7 +130,9 @@ class redis_queue {
   task<std::size_t> reap_lost(redis::connection& c, std::size_t limit, const object_editor& failed_object);
 
  private:
-  enum script_index : std::size_t { enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired };
+  enum script_index : std::size_t {
+    enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired, read_events
+  };
   task<redis::response> run(redis::connection& c, script_index s, std::vector<std::string> keys,
                             std::vector<std::string> args);
 

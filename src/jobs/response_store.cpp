@@ -65,6 +65,12 @@ void response_record::follow(wakeup::handle h) {
   followers_.push_back(std::move(h));
 }
 
+void response_record::watch(wakeup::handle h) {
+  std::lock_guard l(mu_);
+  std::erase_if(watchers_, [](const wakeup::handle& f) { return f.expired(); });
+  watchers_.push_back(std::move(h));
+}
+
 std::size_t response_record::followers() const {
   std::lock_guard l(mu_);
   return static_cast<std::size_t>(std::count_if(followers_.begin(), followers_.end(),
@@ -166,8 +172,20 @@ runtime::steady::time_point response_record::finished_at() const {
   return finished_at_;
 }
 
+void response_record::followed_elsewhere(runtime::steady::time_point at) noexcept {
+  auto seen = followed_elsewhere_.load(std::memory_order_relaxed);
+  const auto t = at.time_since_epoch().count();
+  while (t > seen && !followed_elsewhere_.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  }
+}
+
+runtime::steady::time_point response_record::followed_elsewhere_at() const noexcept {
+  return runtime::steady::time_point(runtime::steady::duration(followed_elsewhere_.load(std::memory_order_relaxed)));
+}
+
 void response_record::notify_followers_locked() {
   for (const auto& f : followers_) f.notify();
+  for (const auto& w : watchers_) w.notify();
 }
 
 void response_record::account(std::int64_t delta) {

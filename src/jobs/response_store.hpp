@@ -82,6 +82,8 @@ class response_record {
   event_batch read_after(std::int64_t after, std::size_t max_bytes) const;
   // Registers a follower's wakeup, notified on every append and at the end.
   void follow(wakeup::handle h);
+  // The same for a watcher that is not a client (the mirror into Redis): not one of followers().
+  void watch(wakeup::handle h);
   // Followers whose wakeup still lives.
   std::size_t followers() const;
   // Bytes this record holds (request, object, events), as the store counts them.
@@ -109,6 +111,10 @@ class response_record {
   bool cancel(std::string cancelled_object);
   bool cancel_requested() const;
   runtime::steady::time_point finished_at() const;
+  // (--queue redis) When a follower on another process last read this response, as its mirror
+  // learned from Redis (the epoch: never). Any thread.
+  void followed_elsewhere(runtime::steady::time_point at) noexcept;
+  runtime::steady::time_point followed_elsewhere_at() const noexcept;
 
  private:
   friend class memory_store;
@@ -130,8 +136,10 @@ class response_record {
   std::deque<stored_event> events_;
   std::uint64_t event_bytes_ = 0;
   std::vector<wakeup::handle> followers_;
+  std::vector<wakeup::handle> watchers_;
   std::function<void()> stop_;
   runtime::steady::time_point finished_at_{};
+  std::atomic<runtime::steady::time_point::rep> followed_elsewhere_{0};
 };
 
 // Why a background request could not be stored or queued.

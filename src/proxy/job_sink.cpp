@@ -133,7 +133,9 @@ bool response_recorder::open(const std::string& upstream_id, const std::string& 
   store_ = nullptr;  // one try: a stream the store cannot take goes on unrecorded
   if (!rec) return false;
   rec_ = std::move(*rec);
-  return rec_->start(object);
+  if (!rec_->start(object)) return false;
+  if (on_open_) on_open_(rec_);
+  return true;
 }
 
 bool response_recorder::on_event(const sse::event_view& ev, std::string_view raw) {
@@ -335,6 +337,8 @@ bool recording_downstream::keep_going() {
     unfollowed_since_ = runtime::steady::now();
     return true;
   }
+  // Followed through another front (--queue redis: the mirror hears of it on each append).
+  unfollowed_since_ = std::max(unfollowed_since_, rec_.record()->followed_elsewhere_at());
   if (runtime::steady::now() - unfollowed_since_ < orphan_timeout_) return true;
   abandoned_ = true;  // no one came back for it
   return false;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,8 @@ class response_recorder {
   explicit response_recorder(jobs::memory_store& store);
 
   void set_owner(std::string_view owner) { owner_ = owner; }
+  // Told of a client's stream's record once it is made (--queue redis: mirrored into Redis).
+  void on_open(std::function<void(const std::shared_ptr<jobs::response_record>&)> f) { on_open_ = std::move(f); }
   // The relayed bytes of whole events.
   void feed(std::string_view data);
   // Past response-max-bytes, or the events could not be read: nothing more is stored.
@@ -64,6 +67,7 @@ class response_recorder {
   std::string object_;                  // the latest response object
   std::string error_code_, error_message_;  // a terminal error event's
   std::optional<std::int64_t> created_at_;  // the gateway's, from the queued object
+  std::function<void(const std::shared_ptr<jobs::response_record>&)> on_open_;
 };
 
 class job_sink final : public http::downstream {

@@ -6,6 +6,7 @@
 #include "http/error_response.hpp"
 #include "proxy/job_sink.hpp"
 #include "proxy/outcomes.hpp"
+#include "proxy/redis_worker.hpp"
 #include "proxy/request_id.hpp"
 #include "proxy/upstream_request.hpp"
 
@@ -163,7 +164,12 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   auto watch = ctx.conn->watch_peer(ctx.cancel);
   admission_ticket ticket;
   if (!co_await authenticate(ctx, req, ticket)) co_return;
-  if (recorded) recorded->recorder().set_owner(ctx.key_name);
+  if (recorded) {
+    recorded->recorder().set_owner(ctx.key_name);
+    // --queue redis: resumable on any front, not only here.
+    if (auto* w = cfg_.svc.queue_worker)
+      recorded->recorder().on_open([w](const std::shared_ptr<jobs::response_record>& rec) { w->mirror_recorded(rec); });
+  }
   if (!ctx.response_id.empty()) co_return co_await serve_stored(ctx, req);
   if (ctx.background) co_return co_await create_background(ctx, req);
   if (!co_await admit(ctx, ticket)) co_return;

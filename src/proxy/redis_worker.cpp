@@ -38,11 +38,35 @@ redis_worker::redis_worker(jobs::redis_queue& queue, redis::client& redis, runti
     : queue_(queue), redis_(redis), pool_(pool), pipelines_(std::move(pipelines)), metrics_(metrics), drain_(drain) {}
 
 void redis_worker::start(runtime::task_group& group, bool runs_jobs) {
+  group_ = &group;
   auto ex = pool_.context(0).get_executor();
   group.spawn(ex, sample_loop(), "job queue sampler", true);
-  if (!runs_jobs) return;
-  group.spawn(ex, pull_loop(group), "job pull loop", true);
+  // Every role: a front's recorded streams hold leases too, and any process may reap.
   group.spawn(ex, upkeep_loop(), "job upkeep loop", true);
+  if (runs_jobs) group.spawn(ex, pull_loop(group), "job pull loop", true);
+}
+
+void redis_worker::mirror_recorded(std::shared_ptr<jobs::response_record> rec) {
+  if (!group_ || !redis_.current()) return;
+  group_->spawn(redis_.current()->executor(), run_recorded(std::move(rec)), "recorded stream mirror", true);
+}
+
+task<void> redis_worker::run_recorded(std::shared_ptr<jobs::response_record> rec) {
+  auto* c = redis_.current();
+  if (!c) co_return;
+  jobs::new_response r{rec->id(), false, rec->object(), {}, {}, rec->owner()};
+  // Not taken (Redis away, or the id is someone else's): the stream stays resumable here only.
+  if (!co_await queue_.open(*c, r)) co_return;
+  {
+    std::lock_guard l(mu_);
+    running_[rec->id()] = rec;
+  }
+  co_await mirror(rec);
+  {
+    std::lock_guard l(mu_);
+    running_.erase(rec->id());
+  }
+  if (auto* now = redis_.current()) co_await queue_.release(*now, rec->id());
 }
 
 task<void> redis_worker::sample_loop() {
@@ -145,7 +169,7 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
 task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
   auto ex = co_await net::this_coro::executor;
   jobs::wakeup wake(ex);
-  rec->follow(wake.get_handle());
+  rec->watch(wake.get_handle());  // not a follower: a recorded stream's orphan-timeout ignores it
   std::int64_t last = -1;
   std::string written = rec->object();  // start() stored it
   std::optional<runtime::steady::time_point> failing_since;
@@ -170,7 +194,10 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
     if (c) {
       const std::optional<jobs::status> new_state = final_now ? std::optional(st) : std::nullopt;
       const std::string new_object = changed || final_now ? object : std::string();
-      ours = co_await queue_.append(*c, rec->id(), events, new_state, new_object, final_now, failure);
+      std::optional<std::int64_t> followed_ms_ago;
+      ours = co_await queue_.append(*c, rec->id(), events, new_state, new_object, final_now, failure, &followed_ms_ago);
+      // Someone follows it through another front: the relaying process's orphan-timeout hears of it.
+      if (followed_ms_ago) rec->followed_elsewhere(runtime::steady::now() - std::chrono::milliseconds(*followed_ms_ago));
     }
     if (failure == jobs::redis_failure::none && !ours) {
       // Failed as worker_lost by another worker (this one's lease lapsed during an outage), or gone.

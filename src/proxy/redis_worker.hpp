@@ -3,9 +3,10 @@
 // never more), and claims jobs a dead worker took but never started (XAUTOCLAIM after a lease).
 // Each job runs on one pool thread, through that thread's pipeline (pipeline::run_job: the same
 // attempt loop and relay as a client's request) into a local record, and a mirror on the same
-// thread copies the record's events and object into Redis as they come. An upkeep loop renews the
-// leases of the running jobs, stops the ones clients cancelled (within 50 ms), and fails the jobs
-// of workers whose lease ended (worker_lost).
+// thread copies the record's events and object into Redis as they come; a client's own recorded
+// Responses stream is mirrored the same way (on fronts too). An upkeep loop renews the leases of
+// what this process writes, stops the jobs clients cancelled (within 50 ms), and fails the jobs of
+// processes whose lease ended (worker_lost).
 //
 // Threading: the loops run on thread 0; a job and its mirror on the thread it was given; the table
 // of running jobs takes one short mutex. Lifetime: outlives the tasks it spawned (the gateway
@@ -47,11 +48,17 @@ class redis_worker {
 
   std::size_t running() const noexcept { return busy_.load(std::memory_order_relaxed); }
 
+  // A client's own Responses stream that this process records (recording_downstream): stored in
+  // Redis too, under this process's lease, and mirrored there as it runs, so that any front can
+  // resume it; a follower on another front keeps it from orphan-timeout. Call on a pool thread.
+  void mirror_recorded(std::shared_ptr<jobs::response_record> rec);
+
  private:
   task<void> pull_loop(runtime::task_group& group);
   task<void> upkeep_loop();
   task<void> sample_loop();
   task<void> run_one(jobs::queued_job job, std::size_t thread);
+  task<void> run_recorded(std::shared_ptr<jobs::response_record> rec);
   // Copies the record into Redis until it is final and all of it is there.
   task<void> mirror(std::shared_ptr<jobs::response_record> rec);
   // Stops running job `id` (a client cancelled it, or it is no longer this worker's).
@@ -63,6 +70,7 @@ class redis_worker {
   pipeline_of pipelines_;
   jobs::metrics& metrics_;
   const drain_state& drain_;
+  runtime::task_group* group_ = nullptr;  // set by start()
 
   std::atomic<std::size_t> busy_{0};  // slots taken (a job loading, running or being mirrored)
   std::size_t next_thread_ = 0;       // the pull loop's round-robin

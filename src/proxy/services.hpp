@@ -22,6 +22,8 @@
 
 namespace sluice::proxy {
 
+class redis_worker;
+
 // The gateway's shutdown phases, read by every handler and relay.
 struct drain_state {
   std::atomic<bool> draining{false};  // readiness fails; responses say Connection: close
@@ -48,6 +50,7 @@ struct services {
   // client whose connection of the calling thread carries them.
   jobs::redis_queue* queue = nullptr;
   redis::client* redis = nullptr;
+  redis_worker* queue_worker = nullptr;  // mirrors recorded streams into Redis (set once started)
 };
 
 }  // namespace sluice::proxy

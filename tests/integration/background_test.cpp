@@ -22,6 +22,7 @@ using namespace std::chrono_literals;
 using test::bhttp::verb;
 using headers = std::vector<std::pair<std::string, std::string>>;
 using test::output_text;
+using test::open_stream;
 using test::parse_events;
 
 namespace {
@@ -210,43 +211,6 @@ TEST_F(Background, BadRequestsAreRefusedWithTheirField) {
   EXPECT_EQ(test::call(port, verb::get, "/v1/responses/bad%20id").result_int(), 404u);
   EXPECT_EQ(test::call(port, verb::post, "/v1/responses/resp_x").result_int(), 405u);
 }
-
-namespace {
-
-// A client's own Responses stream on a raw socket, read until `events` events arrived.
-struct open_stream {
-  test::client_socket c;
-  std::string got;
-  open_stream(std::uint16_t port, const std::string& body, const std::string& extra_headers = "") : c(port) {
-    c.send("POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-  }
-  void read_events(std::size_t events) {
-    char buf[4096];
-    boost::system::error_code ec;
-    auto count = [&] {
-      std::size_t n = 0, pos = 0;
-      while ((pos = got.find("\ndata: ", pos)) != std::string::npos) ++n, ++pos;
-      return n;
-    };
-    while (count() < events && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
-  }
-  // The upstream's response id, from response.created.
-  std::string response_id() const {
-    auto pos = got.find("\"response\":{\"id\":\"");
-    if (pos == std::string::npos) return {};
-    pos += 18;
-    return got.substr(pos, got.find('"', pos) - pos);
-  }
-  // The last sequence number read whole.
-  std::int64_t last_seq() const {
-    auto end = got.rfind("\n\n");
-    auto pos = got.rfind("\"sequence_number\":", end);
-    return std::strtoll(got.c_str() + pos + 18, nullptr, 10);
-  }
-};
-
-}  // namespace
 
 TEST_F(Background, AClientsStreamIsResumedAfterItLeftExactlyAfterN) {
   start();

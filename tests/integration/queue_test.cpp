@@ -334,3 +334,46 @@ TEST_F(Queue, RedisRestartedMidRunEndsFollowersInBandAndNewJobsRun) {
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(wait_final(*a, next), "completed");
 }
+
+TEST_F(Queue, AClientsOwnStreamResumesOnAnotherFrontWhoseFollowerOutlivesTheOrphanTimeout) {
+  auto a = front({"--orphan-timeout", "300ms"});
+  auto b = front();
+  const std::string body = R"({"model":"sim-1","input":"resume a foreground one elsewhere","stream":true})";
+  std::string id;
+  std::int64_t n = 0;
+  {
+    test::open_stream s(a->port, body, "x-sim-tokens: 60\r\nx-sim-token-delay: 25ms\r\n");
+    s.read_events(6);
+    id = s.response_id();
+    n = s.last_seq();
+    ASSERT_FALSE(id.empty()) << s.got;
+  }  // the client leaves front a mid-stream
+  // It reconnects to front b: the rest of the stream, which runs on (about 1.4 s, far past a's
+  // orphan-timeout) because someone follows it there.
+  auto rest = parse_events(
+      test::call(b->port, verb::get, "/v1/responses/" + id + "?stream=true&starting_after=" + std::to_string(n)).body());
+  ASSERT_FALSE(rest.empty());
+  EXPECT_EQ(rest.front().seq, n + 1);
+  for (std::size_t i = 1; i < rest.size(); ++i) ASSERT_EQ(rest[i].seq, rest[i - 1].seq + 1);
+  EXPECT_EQ(rest.back().type, "response.completed");
+  EXPECT_EQ(sim->snapshot().streams_aborted, 0u) << "the upstream stream ran to its end";
+  EXPECT_EQ(status(*b, id), "completed");
+  // Only background responses can be cancelled, on any front.
+  EXPECT_EQ(test::call(b->port, verb::post, "/v1/responses/" + id + "/cancel").result_int(), 400u);
+}
+
+TEST_F(Queue, AClientsOwnStreamNobodyFollowsAnywhereIsCancelledAfterTheOrphanTimeout) {
+  auto a = front({"--orphan-timeout", "300ms"});
+  auto b = front();
+  std::string id;
+  {
+    test::open_stream s(a->port, R"({"model":"sim-1","input":"left alone","stream":true})",
+                        "x-sim-tokens: 200\r\nx-sim-token-delay: 20ms\r\n");
+    s.read_events(6);
+    id = s.response_id();
+    ASSERT_FALSE(id.empty()) << s.got;
+  }  // the client leaves; no one follows it, here or on b
+  ASSERT_LT(test::wait_until([&] { return sim->snapshot().streams_aborted == 1; }, 5s), 5s)
+      << "the upstream is closed once no one followed for orphan-timeout (the mirror into Redis is no follower)";
+  EXPECT_EQ(wait_final(*b, id), "cancelled") << "and every front says so";
+}
