@@ -108,6 +108,18 @@ std::string wait_final(node& n, const std::string& id, std::chrono::milliseconds
 }
 std::string id_of(const boost::json::object& o) { return o.contains("id") ? std::string(o.at("id").as_string()) : ""; }
 
+// A long job (400 tokens, 20 ms apart) running, and a client following its events on front `n`:
+// `follower` fills `followed` with what the client read once the stream ends (join it).
+std::string follow_a_long_job(node& n, std::thread& follower, std::string& followed) {
+  const std::string id = id_of(create(n, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
+  EXPECT_LT(test::wait_until([&] { return status(n, id) == "in_progress"; }, 10s), 10s);
+  follower = std::thread([&followed, port = n.port, id] {
+    followed = test::call(port, verb::get, "/v1/responses/" + id + "?stream=true").body();
+  });
+  std::this_thread::sleep_for(300ms);  // reading by now
+  return id;
+}
+
 }  // namespace
 
 TEST_F(Queue, CreatedOnOneFrontRunByAWorkerRetrievedOnAnotherGivesWhatADirectStreamGives) {
@@ -229,12 +241,10 @@ TEST_F(Queue, AWorkerNeverRunsMoreThanItsSlotsAndEveryJobCompletes) {
 TEST_F(Queue, AWorkerKilledDuringAJobFailsItWorkerLostForItsFollowers) {
   auto a = front();
   auto w1 = std::make_unique<node>(args("worker", {"--redis-lease", "1s"}));
-  const std::string id = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
-  ASSERT_LT(test::wait_until([&] { return status(*a, id) == "in_progress"; }, 10s), 10s);
   // A follower that is reading when the worker dies.
   std::string followed;
-  std::thread follower([&] { followed = test::call(a->port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
-  std::this_thread::sleep_for(200ms);
+  std::thread follower;
+  const std::string id = follow_a_long_job(*a, follower, followed);
   ::kill(w1->p.pid(), SIGKILL);
   auto w2 = std::make_unique<node>(args("worker", {"--redis-lease", "1s"}));
   follower.join();
@@ -297,11 +307,9 @@ TEST_F(Queue, RedisDownIsA503ThenEverythingRecovers) {
 TEST_F(Queue, AFollowerGetsAnInBandErrorWhenRedisStaysDown) {
   auto a = front({"--redis-command-timeout", "200ms"});
   auto w = worker({"--redis-command-timeout", "200ms"});
-  const std::string id = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
-  ASSERT_LT(test::wait_until([&] { return status(*a, id) == "in_progress"; }, 10s), 10s);
   std::string followed;
-  std::thread follower([&] { followed = test::call(a->port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
-  std::this_thread::sleep_for(300ms);
+  std::thread follower;
+  const std::string id = follow_a_long_job(*a, follower, followed);
   redis->kill();
   follower.join();
   auto events = parse_events(followed);
@@ -313,11 +321,9 @@ TEST_F(Queue, AFollowerGetsAnInBandErrorWhenRedisStaysDown) {
 TEST_F(Queue, RedisRestartedMidRunEndsFollowersInBandAndNewJobsRun) {
   auto a = front({"--redis-command-timeout", "200ms"});
   auto w = worker({"--redis-command-timeout", "200ms"});
-  const std::string id = id_of(create(*a, kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}}));
-  ASSERT_LT(test::wait_until([&] { return status(*a, id) == "in_progress"; }, 10s), 10s);
   std::string followed;
-  std::thread follower([&] { followed = test::call(a->port, verb::get, "/v1/responses/" + id + "?stream=true").body(); });
-  std::this_thread::sleep_for(300ms);
+  std::thread follower;
+  const std::string id = follow_a_long_job(*a, follower, followed);
   // Restarted without its data: the response's keys are gone under its follower and its worker.
   redis->kill();
   ASSERT_TRUE(redis->start());
