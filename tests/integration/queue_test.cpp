@@ -116,7 +116,8 @@ std::string follow_a_long_job(node& n, std::thread& follower, std::string& follo
   follower = std::thread([&followed, port = n.port, id] {
     followed = test::call(port, verb::get, "/v1/responses/" + id + "?stream=true").body();
   });
-  std::this_thread::sleep_for(300ms);  // reading by now
+  // Reading by now: the front counts it among the followers.
+  EXPECT_LT(test::wait_until([&] { return n.metric("sluice_response_followers") >= 1; }, 5s), 5s);
   return id;
 }
 
