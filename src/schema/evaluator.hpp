@@ -176,6 +176,9 @@ class evaluator {
     object_hasher oh;
     value_hash hash;
     std::unordered_set<value_hash, hash128> seen;
+    // Objects: key_hash of each member name so far, to refuse a repeated name (note_member_name);
+    // scanned while few, then indexed in `seen` (an object never tracks uniqueItems).
+    std::vector<std::uint64_t> names;
   };
 
   // The stacks (evaluator_stack.hpp, inlined where used).
@@ -206,9 +209,14 @@ class evaluator {
   void open_item(std::uint32_t d);
   void check_property_name(std::uint32_t d, std::string_view k);
   void open_member(std::uint32_t d, std::string_view k);
-  bool open_lone_member(frame& f, std::uint32_t i, std::uint32_t count, std::string_view k);
+  bool open_lone_member(frame& f, std::uint32_t d, std::uint32_t i, std::uint32_t count, std::string_view k);
   void open_members(std::uint32_t d, std::uint32_t end, std::uint32_t count, std::string_view k);
   bool refuse_key(std::string_view k);
+  // Member names already seen in the object of frame d (frame::names): false, with the verdict
+  // duplicate_member, when k repeats one.
+  bool note_member_name(std::uint32_t d, std::uint32_t count, std::string_view k, std::uint64_t h);
+  bool note_member_name_indexed(std::uint32_t d, std::string_view k, std::uint64_t h);
+  void duplicate_member(std::uint32_t d, std::string_view k);
   const key_entry* find_key(const node& n, std::uint32_t guess, std::string_view k, std::uint64_t& h,
                             bool& hashed) const;
   const key_entry* predicted_key(const node& n, std::uint32_t guess, std::string_view k) const;

@@ -117,8 +117,8 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
 // deferred (frame::pending) rather than spawned: a scalar that passes never creates it, any other
 // value spawns it first (materialize). Returns false, having changed nothing, when the shape does
 // not apply.
-[[gnu::always_inline]] inline bool evaluator::open_lone_member(frame& f, std::uint32_t i, std::uint32_t count,
-                                                                std::string_view k) {
+[[gnu::always_inline]] inline bool evaluator::open_lone_member(frame& f, std::uint32_t d, std::uint32_t i,
+                                                                std::uint32_t count, std::string_view k) {
   eval& e = evals_[i];
   const node& n = *e.n;
   if (e.state != tri::unknown || !(n.flags & f_object) || n.pattern_props.size || count > n.max_properties)
@@ -132,6 +132,7 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   // The member's name, for paths and hashes, before anything below can fail.
   if (ke) f.key.refer(p_->str(ke->name));
   else f.key.assign(k);
+  if (!note_member_name(d, count, k, ke ? ke->hash : key_hash(k))) return true;
   std::uint32_t child = no_node;
   if (ke) {
     if (ke->tracked != no_node) bits_[e.bits + ke->tracked / 64] |= std::uint64_t{1} << (ke->tracked % 64);
@@ -153,6 +154,48 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   return true;
 }
 
+// Notes member `count` (1-based) of the object in frame d, named k with key_hash h (the schema's
+// own when a property entry matched, so a named member is not hashed twice). A repeated name is
+// decided on the 64-bit hash: distinct names that collide would be refused as a duplicate (a
+// retryable upstream_protocol error), which takes names crafted for it.
+// Objects are usually small: their names' hashes are scanned until there are this many, then indexed.
+constexpr std::size_t scanned_names = 16;
+
+[[gnu::always_inline]] inline bool evaluator::note_member_name(std::uint32_t d, std::uint32_t count,
+                                                                std::string_view k, std::uint64_t h) {
+  frame& o = frames_[d];
+  if (count == 1) {
+    o.names.clear();
+  } else {
+    if (o.names.size() >= scanned_names) [[unlikely]]
+      return note_member_name_indexed(d, k, h);
+    for (const std::uint64_t x : o.names)
+      if (x == h) [[unlikely]] {
+          duplicate_member(d, k);
+          return false;
+        }
+  }
+  o.names.push_back(h);
+  return true;
+}
+
+// Past scanned_names, the names are indexed in the frame's `seen` set (moved there once).
+[[gnu::noinline]] bool evaluator::note_member_name_indexed(std::uint32_t d, std::string_view k, std::uint64_t h) {
+  frame& o = frames_[d];
+  if (o.names.size() == scanned_names) {
+    o.seen.clear();
+    for (const std::uint64_t x : o.names) o.seen.insert(value_hash{x, 0});
+    o.names.push_back(0);  // one past scanned_names: the set holds them now
+  }
+  if (o.seen.size() >= lim_.max_unique_items) {
+    limit("more than " + std::to_string(lim_.max_unique_items) + " member names in one object");
+    return false;
+  }
+  if (o.seen.insert(value_hash{h, 0}).second) return true;
+  duplicate_member(d, k);
+  return false;
+}
+
 [[gnu::always_inline]] inline void evaluator::open_member(std::uint32_t d, std::string_view k) {
   const std::uint32_t count = ++frames_[d].items;
   const std::uint32_t begin = frames_[d].evals_begin;
@@ -161,7 +204,7 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   if (!push_frame()) return;
   frame& f = frames_[depth_ - 1];  // frames_ does not grow again below
   f.in_object = true;
-  if (!lone || !open_lone_member(f, begin, count, k)) open_members(d, end, count, k);
+  if (!lone || !open_lone_member(f, d, begin, count, k)) open_members(d, end, count, k);
 }
 
 // open_member for any number of evaluations: each looks the name up (sharing one hash) and spawns
@@ -213,6 +256,8 @@ void evaluator::check_property_name(std::uint32_t d, std::string_view k) {
   }
   if (named) f.key.refer(p_->str(named->name));
   else f.key.assign(k);
+  if (stopped_) return;
+  note_member_name(d, count, k, named ? named->hash : hashed ? h : key_hash(k));
 }
 
 bool evaluator::key(std::string_view k) {

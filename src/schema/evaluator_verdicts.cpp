@@ -98,6 +98,14 @@ void evaluator::limit(std::string message) {
   stopped_ = true;
 }
 
+// The path names the repeated member (the object's path, then the name).
+void evaluator::duplicate_member(std::uint32_t d, std::string_view k) {
+  if (stopped_) return;
+  error_ = {validation_error::kind::duplicate_member, path_to(d) + "/" + escape_token(k), "",
+            "a member name appears more than once in one object"};
+  stopped_ = true;
+}
+
 void evaluator::fail_external(validation_error::kind what, std::string message) {
   if (stopped_) return;
   error_ = {what, current_path(), "", std::move(message)};

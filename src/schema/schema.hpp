@@ -59,11 +59,15 @@ struct validate_limits {
   std::size_t max_depth = 128;                  // instance nesting
   std::size_t max_string_bytes = 64 * 1024;     // a string buffered for `pattern`/`format`, or a key
   std::size_t max_active_evaluations = 8192;    // subschema evaluations alive at once
-  std::size_t max_unique_items = 100000;        // items remembered for one `uniqueItems` array
+  std::size_t max_unique_items = 100000;        // items remembered for one `uniqueItems` array, or
+                                                // member names for one object (duplicates)
 };
 
 struct validation_error {
-  enum class kind { violation, malformed_json, limit_exceeded };
+  // duplicate_member: an object names the same member twice. JSON parsers disagree on what that
+  // means (one keeps the first, JavaScript's JSON.parse the last, the text path would see both), so
+  // the text and stream paths refuse it outright (RFC 7493, I-JSON); a DOM has already lost it.
+  enum class kind { violation, malformed_json, limit_exceeded, duplicate_member };
   kind what = kind::violation;
   std::string instance_path;  // JSON pointer into the instance ("" is the root)
   std::string schema_path;    // JSON pointer of the failing keyword in the schema document

@@ -126,6 +126,9 @@ error to_error(const validation_error& e) {
     case validation_error::kind::limit_exceeded:
       msg = "output exceeds a validation limit " + where + ": " + e.message;
       break;
+    case validation_error::kind::duplicate_member:
+      msg = "output repeats a member name " + where + ": " + e.message;
+      break;
   }
   error err = error::make(errc::upstream_protocol, std::move(msg), e.instance_path);
   err.retryable = true;

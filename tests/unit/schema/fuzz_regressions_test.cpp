@@ -35,3 +35,71 @@ TEST(schema_fuzz_regressions, malformed_json_is_never_valid) {
   sluice::schema::stream_validator sv(s);
   EXPECT_FALSE(sv.feed(R"(2"a",1])") && sv.finish());
 }
+
+namespace {
+
+// The text path's and the stream path's verdicts on `doc`, the stream fed a byte at a time.
+std::pair<sluice::schema::verdict, bool> text_and_stream(
+    const std::shared_ptr<const sluice::schema::compiled_schema>& s, std::string_view doc) {
+  sluice::schema::stream_validator sv(s);
+  bool ok = true;
+  for (std::size_t i = 0; i < doc.size() && ok; ++i) ok = static_cast<bool>(sv.feed(doc.substr(i, 1)));
+  if (ok) ok = static_cast<bool>(sv.finish());
+  return {s->validate_text(doc), ok};
+}
+
+}  // namespace
+
+// fuzz_validator (fuzz/findings, 2026-12-03): `{"a":1,"a":2}` named different first errors on the
+// DOM path (Boost.JSON keeps one member) and the text path (which saw both). A repeated member
+// name means different things to different parsers, so the text and stream paths refuse it,
+// wherever it is, with its own kind; the DOM path cannot see it.
+TEST(schema_fuzz_regressions, a_repeated_member_name_is_refused_on_the_text_and_stream_paths) {
+  using kind = sluice::schema::validation_error::kind;
+  auto found = schema_test::must_compile(  // the fuzzer's own input
+      R"({"type":"object","patternProperties":{"^x-":{"type":"boolean"}},"propertyNames":{"maxLength":8},)"
+      R"("dependentRequired":{"a":["B"]},"if":{"required":["a"]},"then":{"minProperties":2},)"
+      R"("else":{"maxProperties":1}})");
+  ASSERT_TRUE(found);
+  auto typed = schema_test::must_compile(R"({"properties":{"a":{"type":"integer"},"b":{}}})");
+  ASSERT_TRUE(typed);
+  auto two = schema_test::must_compile(  // two evaluations of each object: the general member path
+      R"({"allOf":[{"properties":{"a":{}}},{"properties":{"b":{}}}]})");
+  ASSERT_TRUE(two);
+  auto any = schema_test::must_compile("true");
+  ASSERT_TRUE(any);
+  std::string wide = "{", wide_dup;  // 40 members: past the scanned names, into the index
+  for (int i = 0; i < 40; ++i) wide += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  wide_dup = wide + ",\"k7\":0}";
+  wide += "}";
+  struct tcase {
+    const std::shared_ptr<const sluice::schema::compiled_schema>& schema;
+    std::string doc;
+    std::string path;  // "" with valid: true
+    bool valid;
+  };
+  const tcase cases[] = {
+      {found, R"({"a":1,"a":2})", "/a", false},
+      {typed, R"({"a":1,"b":2,"a":3})", "/a", false},
+      {typed, R"({"a":1,"a":"x"})", "/a", false},  // a parser keeping the first would call it valid
+      {typed, R"({"b":{"c":{"d":1,"d":1}}})", "/b/c/d", false},  // under an unconstrained member
+      {two, R"({"b":1,"a":2,"b":3})", "/b", false},
+      {any, R"([{"x":1},{"x":1,"y":2,"x~/":3,"x~/":4}])", "/1/x~0~1", false},
+      {any, wide, "", true},
+      {any, wide_dup, "/k7", false},
+      {any, R"([{"a":1},{"a":1}])", "", true},  // the same name in two objects is no repeat
+      {typed, R"({"a":1,"b":{"a":2}})", "", true},
+  };
+  for (const tcase& c : cases) {
+    SCOPED_TRACE(c.doc);
+    auto [text, stream_ok] = text_and_stream(c.schema, c.doc);
+    EXPECT_EQ(stream_ok, c.valid);
+    ASSERT_EQ(!text.has_value(), c.valid) << (text ? text->message : "");
+    if (c.valid) continue;
+    EXPECT_EQ(text->what, kind::duplicate_member) << text->message;
+    EXPECT_EQ(text->instance_path, c.path);
+    EXPECT_EQ(text->message, "a member name appears more than once in one object");
+    EXPECT_NE(sluice::schema::to_error(*text).message.find("repeats a member name at " + c.path),
+              std::string::npos);
+  }
+}
