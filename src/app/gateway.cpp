@@ -140,7 +140,8 @@ void gateway::build_shared_limits() {
   if (opts_.jobs.queue == jobs::queue_backend::redis) {
     // The worker's consumer name is the replica's: unique per process start.
     queue_ = std::make_unique<jobs::redis_queue>(opts_.redis.key_prefix, leases_->replica(), opts_.jobs,
-                                                 std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease));
+                                                 std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease),
+                                                 opts_.admission.queue_depth);
     queue_->attach(queue_scripts);
     obs::log_info("jobs queued through redis", {{"role", jobs::to_string(opts_.jobs.role)},
                                                 {"worker", leases_->replica()},

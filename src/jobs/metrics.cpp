@@ -21,6 +21,12 @@ metrics::metrics(const memory_store& store) {
   claimed_ = &counter("sluice_jobs_claimed_total",
                       "Jobs this worker claimed from a worker that died before starting them (--queue redis).");
   lost_ = &counter("sluice_jobs_lost_total", "Running jobs found abandoned by their worker and failed as worker_lost (--queue redis).");
+  orphaned_ = &counter("sluice_jobs_orphaned_total",
+                       "Foreground jobs this worker stopped because no front read them for orphan-timeout (--queue redis).");
+  auto& fg = counter_family("sluice_foreground_jobs_total",
+                            "Client requests a front relayed through the queue (--queue redis, --role front), by how they ended.");
+  for (std::size_t k = 0; k < foreground_.size(); ++k)
+    foreground_[k] = &fg.Add({{"result", std::string(name_of(static_cast<foreground_outcome>(k)))}});
   auto& errors = counter_family("sluice_queue_redis_errors_total", "Queue operations Redis did not answer (--queue redis).");
   std::size_t i = 0;
   for (const char* op : {"create", "read", "cancel", "take", "append"}) redis_errors_[i++] = &errors.Add({{"op", op}});

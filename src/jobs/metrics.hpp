@@ -14,6 +14,11 @@
 //   --queue redis (the queue is the fleet's; sluice_jobs_waiting is its length, read every second):
 //   sluice_jobs_claimed_total           jobs this worker claimed from a worker that died before starting them
 //   sluice_jobs_lost_total              running jobs this process found abandoned (worker_lost)
+//   sluice_jobs_orphaned_total          foreground jobs stopped: no front read them for orphan-timeout
+//   sluice_foreground_jobs_total{result} client requests a front relayed through the queue:
+//                                        completed, failed, cancelled (the client left), queue_full,
+//                                        queue_timeout, unavailable (Redis), lost (worker_lost, or
+//                                        Redis lost the job)
 //   sluice_queue_redis_errors_total{op} queue operations Redis did not answer: create, read, cancel,
 //                                        take, append
 // Register with obs::metrics_registry::add_collectable; any thread.
@@ -42,6 +47,14 @@ class metrics final : public obs::component_metrics {
   void redis_error(redis_op op) noexcept { redis_errors_[static_cast<std::size_t>(op)]->Increment(); }
   void claimed(std::size_t n) noexcept { claimed_->Increment(static_cast<double>(n)); }
   void lost(std::size_t n) noexcept { lost_->Increment(static_cast<double>(n)); }
+  void orphaned() noexcept { orphaned_->Increment(); }
+  enum class foreground_outcome : std::uint8_t { completed, failed, cancelled, queue_full, queue_timeout, unavailable, lost };
+  static constexpr std::size_t foreground_outcome_count = 7;
+  static std::string_view name_of(foreground_outcome o) noexcept {
+    constexpr std::string_view names[] = {"completed", "failed", "cancelled", "queue_full", "queue_timeout", "unavailable", "lost"};
+    return names[static_cast<std::size_t>(o)];
+  }
+  void foreground(foreground_outcome o) noexcept { foreground_[static_cast<std::size_t>(o)]->Increment(); }
   // The shared queue's length (sluice_jobs_waiting reads this instead of the local queue once set).
   void queue_length(std::uint64_t n) noexcept {
     queue_length_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed);
@@ -59,6 +72,8 @@ class metrics final : public obs::component_metrics {
   prometheus::Counter* store_full_ = nullptr;
   prometheus::Counter* claimed_ = nullptr;
   prometheus::Counter* lost_ = nullptr;
+  prometheus::Counter* orphaned_ = nullptr;
+  std::array<prometheus::Counter*, foreground_outcome_count> foreground_{};
   std::array<prometheus::Counter*, 5> redis_errors_{};
   std::atomic<std::int64_t> queue_length_{-1};  // -1: not read (memory mode)
 };

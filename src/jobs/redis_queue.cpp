@@ -56,6 +56,8 @@ std::optional<stored_response> from_hash(std::string_view id, const redis::reply
       out.last_seq = to_int(v, -1);
     } else if (k == "body") {
       out.body = std::move(v);
+    } else if (k == "fg") {
+      out.wire = std::move(v);
     } else if (k == "hdr") {
       error_code ec;
       auto parsed = json::parse(v, ec);
@@ -69,15 +71,15 @@ std::optional<stored_response> from_hash(std::string_view id, const redis::reply
   return out;
 }
 
-// Stream entries ([[id, [field, value, ...]], ...]) as jobs (field `id`).
-void jobs_from_entries(const redis::reply& entries, std::vector<queued_job>& out) {
+// Stream entries ([[id, [field, value, ...]], ...]) of `stream` as jobs (field `id`).
+void jobs_from_entries(const redis::reply& entries, const std::string& stream, std::vector<queued_job>& out) {
   if (entries.type != redis::reply::kind::array) return;
   for (const auto& e : entries.elements) {
     if (e.type != redis::reply::kind::array || e.elements.size() < 2) continue;
     const auto& fields = e.elements[1];
     if (fields.type != redis::reply::kind::array) continue;  // deleted meanwhile
     for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2)
-      if (fields.elements[i].str == "id") out.push_back({e.elements[0].str, fields.elements[i + 1].str});
+      if (fields.elements[i].str == "id") out.push_back({e.elements[0].str, fields.elements[i + 1].str, stream});
   }
 }
 
@@ -95,8 +97,13 @@ std::string error_event_text(std::int64_t seq, std::string_view code, std::strin
   return "event: error\ndata: " + json::serialize(e) + "\n\n";
 }
 
-redis_queue::redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease)
-    : prefix_(std::move(prefix)), worker_(std::move(worker)), opts_(opts), lease_(lease) {}
+redis_queue::redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease,
+                         std::uint64_t foreground_max_waiting)
+    : prefix_(std::move(prefix)),
+      worker_(std::move(worker)),
+      opts_(opts),
+      lease_(lease),
+      foreground_max_waiting_(foreground_max_waiting) {}
 
 
 std::string redis_queue::response_key(std::string_view id) const { return prefix_ + "{resp:" + std::string(id) + "}"; }
@@ -118,14 +125,18 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
   std::vector<std::string> keys{response_key(r.id)};
   std::vector<std::string> args{std::to_string(live_ttl_ms), "st", "queued", "obj", r.object, "own", r.owner, "bg",
                                 r.background ? "1" : "0", "hdr", json::serialize(hdr), "body", r.body, "last", "-1"};
+  if (!r.wire.empty()) {
+    args.push_back("fg");
+    args.push_back(r.wire);
+  }
   auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
   if (!made.ok()) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
   }
   if (made.value.as_integer().value_or(0) != 1) co_return store_refusal::duplicate;
-  std::vector<std::string> qkeys{jobs_key()};
-  std::vector<std::string> qargs{std::to_string(opts_.jobs_max_waiting), r.id};
+  std::vector<std::string> qkeys{r.wire.empty() ? jobs_key() : foreground_key()};
+  std::vector<std::string> qargs{std::to_string(r.wire.empty() ? opts_.jobs_max_waiting : foreground_max_waiting_), r.id};
   auto queued = co_await run(c, enqueue, std::move(qkeys), std::move(qargs));
   if (queued.ok() && queued.value.as_integer().value_or(0) == 1) co_return store_refusal::none;
   // Not queued: the response must not stay behind as a job nobody runs.
@@ -178,6 +189,8 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
     co_return out;
   }
   const bool final = top[1].str == "1";
+  if (top.size() > 3)
+    if (auto st = status_named(top[3].str)) out.state = *st;
   const auto& entries = top[2].elements;
   for (const auto& e : entries) {
     if (e.type != redis::reply::kind::array || e.elements.size() < 2 || e.elements[1].elements.size() < 2) continue;
@@ -211,44 +224,68 @@ task<std::optional<status>> redis_queue::cancel(redis::connection& c, std::strin
   co_return before;
 }
 
-task<std::optional<std::uint64_t>> redis_queue::waiting(redis::connection& c) {
-  auto r = co_await c.command("XLEN", jobs_key());
-  if (!r.ok()) co_return std::nullopt;
-  co_return static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.value.as_integer().value_or(0)));
+task<std::optional<std::uint64_t>> redis_queue::waiting(redis::connection& c, bool foreground_only) {
+  auto fg = co_await c.command("XLEN", foreground_key());
+  if (!fg.ok()) co_return std::nullopt;
+  auto n = static_cast<std::uint64_t>(std::max<std::int64_t>(0, fg.value.as_integer().value_or(0)));
+  if (foreground_only) co_return n;
+  auto bg = co_await c.command("XLEN", jobs_key());
+  if (!bg.ok()) co_return std::nullopt;
+  co_return n + static_cast<std::uint64_t>(std::max<std::int64_t>(0, bg.value.as_integer().value_or(0)));
+}
+
+task<void> redis_queue::forget(redis::connection& c, std::string_view id) {
+  (void)co_await c.command("DEL", response_key(id), events_key(id));
 }
 
 task<bool> redis_queue::ensure_group(redis::connection& c) {
-  auto r = co_await c.command("XGROUP", "CREATE", jobs_key(), group, "0", "MKSTREAM");
-  co_return r.ok() || (r.status == redis::outcome::error_reply && r.value.str.rfind("BUSYGROUP", 0) == 0);
+  auto made = [](const redis::response& r) {
+    return r.ok() || (r.status == redis::outcome::error_reply && r.value.str.rfind("BUSYGROUP", 0) == 0);
+  };
+  auto fg = co_await c.command("XGROUP", "CREATE", foreground_key(), group, "0", "MKSTREAM");
+  auto bg = co_await c.command("XGROUP", "CREATE", jobs_key(), group, "0", "MKSTREAM");
+  co_return made(fg) && made(bg);
 }
 
 task<std::vector<queued_job>> redis_queue::take(redis::connection& c, std::size_t count, redis_failure& failure) {
   std::vector<queued_job> out;
-  if (count == 0) co_return out;
+  // A client waits on each foreground job: those first, the rest of the slots for background ones.
+  // (Two reads, each with its own COUNT: one XREADGROUP over both streams could return COUNT from
+  // each.)
+  if (co_await take_from(c, foreground_key(), count, out, failure) && out.size() < count)
+    (void)co_await take_from(c, jobs_key(), count - out.size(), out, failure);
+  co_return out;
+}
+
+task<bool> redis_queue::take_from(redis::connection& c, const std::string& stream, std::size_t count,
+                                  std::vector<queued_job>& out, redis_failure& failure) {
+  if (count == 0) co_return true;
   const std::string n = std::to_string(count);
-  auto r = co_await c.command("XREADGROUP", "GROUP", group, worker_, "COUNT", n, "STREAMS", jobs_key(), ">");
+  auto r = co_await c.command("XREADGROUP", "GROUP", group, worker_, "COUNT", n, "STREAMS", stream, ">");
   if (r.status == redis::outcome::error_reply && r.value.str.rfind("NOGROUP", 0) == 0) {
     // Redis lost the group (restarted without its data): make it again, read next time.
     (void)co_await ensure_group(c);
-    co_return out;
+    co_return false;
   }
   if (!r.ok()) {
     failure = redis_failure::unavailable;
-    co_return out;
+    co_return false;
   }
-  if (r.value.type != redis::reply::kind::array) co_return out;  // nil: nothing new
-  for (const auto& stream : r.value.elements)
-    if (stream.type == redis::reply::kind::array && stream.elements.size() == 2) jobs_from_entries(stream.elements[1], out);
-  co_return out;
+  if (r.value.type != redis::reply::kind::array) co_return true;  // nil: nothing new
+  for (const auto& s : r.value.elements)
+    if (s.type == redis::reply::kind::array && s.elements.size() == 2) jobs_from_entries(s.elements[1], stream, out);
+  co_return true;
 }
 
 task<std::vector<queued_job>> redis_queue::claim_stale(redis::connection& c, std::size_t count) {
   std::vector<queued_job> out;
-  if (count == 0) co_return out;
-  const std::string n = std::to_string(count);
-  auto r = co_await c.command("XAUTOCLAIM", jobs_key(), group, worker_, ms(lease_), "0-0", "COUNT", n);
-  if (r.ok() && r.value.type == redis::reply::kind::array && r.value.elements.size() >= 2)
-    jobs_from_entries(r.value.elements[1], out);
+  for (const std::string& stream : {foreground_key(), jobs_key()}) {
+    if (out.size() >= count) break;
+    const std::string n = std::to_string(count - out.size());
+    auto r = co_await c.command("XAUTOCLAIM", stream, group, worker_, ms(lease_), "0-0", "COUNT", n);
+    if (r.ok() && r.value.type == redis::reply::kind::array && r.value.elements.size() >= 2)
+      jobs_from_entries(r.value.elements[1], stream, out);
+  }
   co_return out;
 }
 
@@ -277,22 +314,24 @@ task<bool> redis_queue::start(redis::connection& c, const queued_job& j, const s
   if (held.ok()) {
     // Taken by this worker, or not to be run (cancelled, gone, someone else's): out of the queue.
     // A job whose lease could not be written stays delivered, for a claim after the lease.
-    (void)co_await c.command("XACK", jobs_key(), group, j.entry);
-    (void)co_await c.command("XDEL", jobs_key(), j.entry);
+    const std::string& stream = j.stream.empty() ? jobs_key() : j.stream;
+    (void)co_await c.command("XACK", stream, group, j.entry);
+    (void)co_await c.command("XDEL", stream, j.entry);
   }
   co_return started;
 }
 
 task<bool> redis_queue::append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
                                std::optional<status> st, const std::string& object, bool final, redis_failure& failure,
-                               std::optional<std::int64_t>* followed_ms_ago) {
+                               std::optional<std::int64_t>* followed_ms_ago, bool foreground) {
   std::vector<std::string> args;
   args.reserve(5 + events.size() * 2);
   args.push_back(worker_);
   args.push_back(st ? std::string(to_string(*st)) : std::string());
   args.push_back(object);
   args.push_back(final ? "1" : "0");
-  args.push_back(ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention)));
+  args.push_back(foreground ? ms(foreground_retention)
+                            : ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention)));
   for (const auto& e : events) {
     args.push_back(std::to_string(e.seq));
     args.push_back(e.text);

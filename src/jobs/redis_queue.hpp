@@ -1,12 +1,14 @@
 // jobs::redis_queue: background responses in Redis (--queue redis; docs/queue.md), so that fronts
 // and workers can be separate processes and machines. The data layout (P = redis-key-prefix):
 //
-//   P{jobs}                   stream of queued jobs (field `id`), consumer group `workers`
+//   P{jobs}                   stream of queued background jobs (field `id`), consumer group `workers`
+//   P{jobs}:fg                stream of queued foreground jobs (a client waits on each: read first)
 //   P{jobs}:running           zset: response id -> when its worker's lease ends (ms, Redis's clock)
 //   P{worker:W}:cancels       set: ids of worker W's running jobs that a client cancelled
 //   P{resp:ID}                hash: st (status), obj (response object), own (client key), bg,
 //                             hdr (the request's headers, JSON), body, wk (the worker running it),
-//                             last (the last stored sequence number), fin (1 once final)
+//                             last (the last stored sequence number), fin (1 once final),
+//                             fg (a foreground job: the API path it runs; its events are its answer)
 //   P{resp:ID}:ev             stream: the response's events, entry id `<seq+1>-0`, field `t` (SSE text)
 //
 // A response's two keys share a hash tag, so every script touching them runs on one Cluster slot;
@@ -41,12 +43,14 @@ struct stored_response {
   std::vector<std::pair<std::string, std::string>> headers;  // only from load()
   std::string body;                                          // only from load()
   std::int64_t last_seq = -1;
+  std::string wire;  // a foreground job's API path (new_response::wire); "" for a response
 };
 
 // A job as the consumer group delivered it.
 struct queued_job {
-  std::string entry;  // the stream entry's id (to acknowledge)
-  std::string id;     // the response id
+  std::string entry;   // the stream entry's id (to acknowledge)
+  std::string id;      // the response id
+  std::string stream;  // the stream it came from (jobs_key or foreground_key)
 };
 
 enum class redis_failure : std::uint8_t { none, unavailable };
@@ -55,8 +59,13 @@ class redis_queue {
  public:
   static constexpr std::string_view group = "workers";
 
-  // `prefix`: redis-key-prefix; `worker`: this process's consumer name (unique per start).
-  redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease);
+  // A finished foreground job's keys last this long (its front deletes them once it relayed all).
+  static constexpr std::chrono::milliseconds foreground_retention{60000};
+
+  // `prefix`: redis-key-prefix; `worker`: this process's consumer name (unique per start);
+  // `foreground_max_waiting`: queue-depth, the bound of the foreground stream.
+  redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease,
+              std::uint64_t foreground_max_waiting);
 
   // The scripts to register with the redis client, in order; tell the queue where they start.
   static std::vector<redis::script> scripts();
@@ -68,12 +77,14 @@ class redis_queue {
   std::string response_key(std::string_view id) const;
   std::string events_key(std::string_view id) const;
   std::string jobs_key() const { return prefix_ + "{jobs}"; }
+  std::string foreground_key() const { return prefix_ + "{jobs}:fg"; }
   std::string running_key() const { return prefix_ + "{jobs}:running"; }
   std::string cancels_key(std::string_view worker) const;
 
   // --- a front's side ---
-  // Stores a new background response (status queued) and queues its job. store_refusal::queue_full
-  // when jobs-max-waiting are waiting; nullopt with `failure` set when Redis did not answer.
+  // Stores a new background response (status queued) and queues its job; a foreground job
+  // (r.wire) goes to the foreground stream. store_refusal::queue_full when jobs-max-waiting
+  // (foreground: queue-depth) are waiting; nullopt with `failure` set when Redis did not answer.
   task<std::optional<store_refusal>> create(redis::connection& c, const new_response& r, redis_failure& failure);
   // The response's status, object, owner and worker; nullopt when unknown (or `failure`).
   task<std::optional<stored_response>> find(redis::connection& c, std::string_view id, redis_failure& failure);
@@ -86,13 +97,16 @@ class redis_queue {
   // one is flagged for its worker (which closes its upstream). Returns the status it had.
   task<std::optional<status>> cancel(redis::connection& c, std::string_view id, const std::string& cancelled_object,
                                      redis_failure& failure);
-  // Jobs waiting in the stream (delivered-but-not-started ones included); nullopt when Redis did not answer.
-  task<std::optional<std::uint64_t>> waiting(redis::connection& c);
+  // Jobs waiting in both streams (delivered-but-not-started ones included); nullopt when Redis did
+  // not answer. `foreground`: only the foreground stream.
+  task<std::optional<std::uint64_t>> waiting(redis::connection& c, bool foreground_only = false);
+  // A foreground job's keys, once its front relayed all of it.
+  task<void> forget(redis::connection& c, std::string_view id);
 
   // --- a worker's side ---
-  // Creates the consumer group (and the stream) when missing. True when it exists now.
+  // Creates the consumer groups (and the streams) when missing. True when they exist now.
   task<bool> ensure_group(redis::connection& c);
-  // Up to `count` new jobs for this worker (never more: one read, COUNT count).
+  // Up to `count` new jobs for this worker (never more): foreground ones first, then background.
   task<std::vector<queued_job>> take(redis::connection& c, std::size_t count, redis_failure& failure);
   // Up to `count` jobs delivered to some worker longer than a lease ago and never started (that
   // worker died between taking and starting them): now this worker's.
@@ -109,9 +123,10 @@ class redis_queue {
   // (`failure`).
   // `followed_ms_ago`, when given, learns how long ago a follower last read the response (set only
   // when one ever did).
+  // A foreground job (`foreground`) keeps its keys foreground_retention once final.
   task<bool> append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
                     std::optional<status> st, const std::string& object, bool final, redis_failure& failure,
-                    std::optional<std::int64_t>* followed_ms_ago = nullptr);
+                    std::optional<std::int64_t>* followed_ms_ago = nullptr, bool foreground = false);
   // A response this process is already writing (a client's own recorded stream): stored
   // in_progress under this process's lease, so that any front can follow and resume it, and a
   // death of this process is a worker_lost. False when Redis did not take it (away, or the id is
@@ -140,7 +155,11 @@ class redis_queue {
   const std::string worker_;
   const options opts_;
   const std::chrono::milliseconds lease_;
+  const std::uint64_t foreground_max_waiting_;
   std::size_t first_script_ = 0;
+  // One stream's part of take() and claim_stale().
+  task<bool> take_from(redis::connection& c, const std::string& stream, std::size_t count, std::vector<queued_job>& out,
+                       redis_failure& failure);
 };
 
 // The SSE text of a stored error event (the Responses API's `error` event).

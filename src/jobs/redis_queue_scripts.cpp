@@ -55,7 +55,7 @@ return {1, tonumber(redis.call('HGET', KEYS[1], 'fa') or '0'), tonumber(t[1]) * 
 )lua";
 
 // KEYS[1] the hash, KEYS[2] its events; ARGV: the first entry id to read (exclusive form), at most
-// this many. {0}: gone. Else {1, fin, entries}; a live response also notes when it was last
+// this many. {0}: gone. Else {1, fin, entries, st}; a live response also notes when it was last
 // followed (fa, Redis's clock), for the process relaying a recorded stream (orphan-timeout).
 constexpr std::string_view read_lua = R"lua(
 local h = redis.call('HMGET', KEYS[1], 'st', 'fin')
@@ -64,7 +64,7 @@ if h[2] ~= '1' then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[1], 'fa', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 end
-return {1, h[2] or '0', redis.call('XRANGE', KEYS[2], ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))}
+return {1, h[2] or '0', redis.call('XRANGE', KEYS[2], ARGV[1], '+', 'COUNT', tonumber(ARGV[2])), h[1]}
 )lua";
 
 // KEYS[1] the hash; ARGV: the cancelled object, retention (ms). Returns {status before, worker}.
@@ -83,12 +83,18 @@ return {h[1], h[2] or ''}
 // KEYS[1] the hash, KEYS[2] its events; ARGV: the lost worker, the last sequence number it had
 // stored, the error event's SSE text, the failed object, retention (ms). 1: failed now; 0: no
 // longer that worker's running job (finished, gone); 2: it moved on meanwhile (alive after all).
+// A foreground job's log is its answer's bytes: no Responses event is added (its front writes the
+// error in its API's form).
 constexpr std::string_view lose_lua = R"lua(
-local h = redis.call('HMGET', KEYS[1], 'st', 'wk', 'last', 'fin')
+local h = redis.call('HMGET', KEYS[1], 'st', 'wk', 'last', 'fin', 'fg')
 if h[1] ~= 'in_progress' or h[2] ~= ARGV[1] or h[4] == '1' then return 0 end
 if (h[3] or '-1') ~= ARGV[2] then return 2 end
-redis.pcall('XADD', KEYS[2], (tonumber(ARGV[2]) + 2) .. '-0', 't', ARGV[3])
-redis.call('HSET', KEYS[1], 'st', 'failed', 'obj', ARGV[4], 'fin', '1', 'last', tostring(tonumber(ARGV[2]) + 1))
+local last = ARGV[2]
+if not h[5] then
+  redis.pcall('XADD', KEYS[2], (tonumber(ARGV[2]) + 2) .. '-0', 't', ARGV[3])
+  last = tostring(tonumber(ARGV[2]) + 1)
+end
+redis.call('HSET', KEYS[1], 'st', 'failed', 'obj', ARGV[4], 'fin', '1', 'last', last)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 1

@@ -28,6 +28,7 @@ response_record::response_record(new_response r, std::uint64_t max_bytes)
       headers_(std::move(r.headers)),
       body_(std::move(r.body)),
       owner_(std::move(r.owner)),
+      wire_(std::move(r.wire)),
       max_bytes_(max_bytes),
       object_(std::move(r.object)) {}
 

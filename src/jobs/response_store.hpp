@@ -46,6 +46,7 @@ struct event_batch {
   std::int64_t last_seq = -1;       // the last one's sequence number (unchanged `after` when none)
   bool finished = false;            // the log is complete: nothing follows these
   bool missing = false;             // (--queue redis) the response is gone: expired, or Redis lost it
+  status state = status::queued;    // (--queue redis) its status when read
 };
 
 class memory_store;
@@ -58,6 +59,9 @@ struct new_response {
   std::vector<std::pair<std::string, std::string>> headers;  // the client's request headers, as the job replays them
   std::string body;     // the body the job sends upstream
   std::string owner;    // the client key's name that created it ("" without client keys)
+  // (--queue redis) A foreground job: the API path it runs ("/v1/chat/completions", ...) and whose
+  // answer, head and body pieces, is its event log for the front relaying it; "": a response.
+  std::string wire;
 };
 
 class response_record {
@@ -73,6 +77,8 @@ class response_record {
   // The request as the job runs it: the client's headers and the body sent upstream.
   const std::vector<std::pair<std::string, std::string>>& headers() const noexcept { return headers_; }
   const std::string& body() const noexcept { return body_; }
+  // A foreground job's API path (new_response::wire); "" for a response.
+  const std::string& wire() const noexcept { return wire_; }
 
   status state() const;
   // The response object as it stands (JSON).
@@ -126,6 +132,7 @@ class response_record {
   const std::vector<std::pair<std::string, std::string>> headers_;
   const std::string body_;
   const std::string owner_;
+  const std::string wire_;
   const std::uint64_t max_bytes_;
   memory_store* store_ = nullptr;  // set by the store; the store outlives its records' writers
 

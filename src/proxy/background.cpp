@@ -42,24 +42,6 @@ std::string_view query_value(std::string_view target, std::string_view name) {
   return {};
 }
 
-// The client's headers as the job replays them: all but the ones that frame this one message.
-std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& f : req) {
-    switch (f.name()) {
-      case bhttp::field::content_length:
-      case bhttp::field::transfer_encoding:
-      case bhttp::field::connection:
-      case bhttp::field::keep_alive:
-      case bhttp::field::host:
-      case bhttp::field::expect:
-      case bhttp::field::te:
-      case bhttp::field::upgrade: continue;
-      default: out.emplace_back(std::string(f.name_string()), std::string(f.value()));
-    }
-  }
-  return out;
-}
 
 // The body the job sends upstream: the client's, streamed, without `background` (upstreams
 // without background responses would refuse it; the gateway is the one running it in the background).
@@ -73,12 +55,6 @@ std::string job_body(std::string_view body) {
   return json::serialize(o);
 }
 
-// Retry-After for a full job queue: the rounds of worker slots ahead of a new job (the slots of
-// one worker: a fleet's are not known here), 1-60 s.
-std::uint64_t queue_retry_after(std::uint64_t waiting, const jobs::options& o) {
-  const auto slots = std::max<std::uint64_t>(1, o.worker_max_jobs);
-  return std::clamp<std::uint64_t>(waiting / slots, 1, 60);
-}
 
 // `starting_after` of a stream's query: -1 when absent; nullopt when not a sequence number.
 std::optional<std::int64_t> starting_after(std::string_view target) {
@@ -94,9 +70,6 @@ error bad_starting_after() {
   return error::make(errc::bad_request, "starting_after must be a sequence number (an integer >= 0).", "starting_after");
 }
 
-error queue_unavailable() {
-  return error::make(errc::overloaded, "The job queue is unavailable; retry later.");
-}
 
 // How long a follower of a Redis-held response rides out Redis not answering before it ends the
 // stream in-band (the client resumes with starting_after).
@@ -130,7 +103,7 @@ task<void> pipeline::create_background(request_context& ctx, http::request& req)
                                                    "background"));
   const std::string id = new_response_id();
   std::string queued = queued_response_object(id, ctx.model, true, req.body());
-  jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), std::string(ctx.key_name)};
+  jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), std::string(ctx.key_name), {}};
   if (cfg_.svc.queue) co_return co_await create_queued(ctx, std::move(r));
   auto made = store->create(std::move(r), true);
   if (auto* why = std::get_if<jobs::store_refusal>(&made)) co_return co_await refuse_background(ctx, *why, store->waiting());
@@ -154,7 +127,7 @@ task<void> pipeline::create_queued(request_context& ctx, jobs::new_response r) {
     if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::create);
     bhttp::fields extra;
     extra.set(bhttp::field::retry_after, "1");
-    co_return co_await refuse(ctx, queue_unavailable(), obs::reject_reason::queue_unavailable, &extra);
+    co_return co_await refuse(ctx, queue_unavailable_error(), obs::reject_reason::queue_unavailable, &extra);
   }
   if (*refusal != jobs::store_refusal::none) {
     // (No co_await inside a conditional expression: GCC 12 miscompiles it.)
@@ -204,7 +177,7 @@ task<void> pipeline::serve_queued(request_context& ctx, const http::request& req
   if (c) found = co_await queue.find(*c, ctx.response_id, failure);
   if (failure != jobs::redis_failure::none) {
     if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
-    co_return co_await send_error(ctx, queue_unavailable());
+    co_return co_await send_error(ctx, queue_unavailable_error());
   }
   if (!found || found->owner != ctx.key_name) co_return co_await send_error(ctx, not_found(ctx.response_id));
   if (ctx.response_cancel) {
@@ -218,7 +191,7 @@ task<void> pipeline::serve_queued(request_context& ctx, const http::request& req
     (void)co_await queue.cancel(*c, ctx.response_id, cancelled, failure);
     if (failure != jobs::redis_failure::none) {
       if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::cancel);
-      co_return co_await send_error(ctx, queue_unavailable());
+      co_return co_await send_error(ctx, queue_unavailable_error());
     }
     // A running job ends on its worker; the answer already says what it will say.
     co_return co_await send_json(ctx, bhttp::status::ok, std::move(cancelled), "application/json");
@@ -371,22 +344,27 @@ task<void> pipeline::run_jobs(jobs::memory_store& store) {
 namespace {
 // How a cancel from another thread finds the running job's sink (null once it ended).
 struct job_stop {
-  job_sink* sink;
+  job_downstream* sink;
 };
 }  // namespace
 
 task<void> pipeline::run_job(std::shared_ptr<jobs::response_record> rec) {
   job_sink sink(rec);
-  request_context ctx(sink, 11);
-  ctx.job = true;
-  ctx.request_id = rec->id();
   http::request req{bhttp::verb::post, "/v1/responses", 11};
   for (const auto& [k, v] : rec->headers()) req.insert(k, v);
   req.body() = rec->body();
   req.prepare_payload();
+  co_await run_job_in(sink, rec, req, rec->id());
+}
+
+task<void> pipeline::run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
+                                std::string request_id) {
+  request_context ctx(sink, 11);
+  ctx.job = true;
+  ctx.request_id = std::move(request_id);
   ctx.bytes_in = req.body().size();
   if (auto bad = parse(ctx, req)) {
-    // Validated when it was created: only a configuration change in between gets here.
+    // Checked when it was created: only a configuration change in between gets here.
     co_await send_error(ctx, *bad);
     finish(ctx);
     sink.conclude("invalid_request");

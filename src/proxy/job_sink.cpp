@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <boost/json/parse.hpp>
@@ -49,11 +50,38 @@ std::pair<std::string, std::string> error_of(std::string_view body, unsigned sta
 
 }  // namespace
 
-std::string new_response_id() {
+std::string new_response_id() { return new_random_id("resp_"); }
+
+std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : req) {
+    switch (f.name()) {
+      case bhttp::field::content_length:
+      case bhttp::field::transfer_encoding:
+      case bhttp::field::connection:
+      case bhttp::field::keep_alive:
+      case bhttp::field::host:
+      case bhttp::field::expect:
+      case bhttp::field::te:
+      case bhttp::field::upgrade: continue;
+      default: out.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+  }
+  return out;
+}
+
+std::uint64_t queue_retry_after(std::uint64_t waiting, const jobs::options& o) {
+  const auto slots = std::max<std::uint64_t>(1, o.worker_max_jobs);
+  return std::clamp<std::uint64_t>(waiting / slots, 1, 60);
+}
+
+error queue_unavailable_error() { return error::make(errc::overloaded, "The job queue is unavailable; retry later."); }
+
+std::string new_random_id(std::string_view prefix) {
   unsigned char raw[16];
   if (RAND_bytes(raw, sizeof raw) != 1) throw std::runtime_error("RAND_bytes failed");
   static constexpr char hex[] = "0123456789abcdef";
-  std::string id = "resp_";
+  std::string id(prefix);
   for (unsigned char b : raw) {
     id.push_back(hex[b >> 4]);
     id.push_back(hex[b & 0xF]);
@@ -127,7 +155,7 @@ void response_recorder::feed(std::string_view data) {
 }
 
 bool response_recorder::open(const std::string& upstream_id, const std::string& object) {
-  jobs::new_response r{upstream_id, false, object, {}, {}, owner_};
+  jobs::new_response r{upstream_id, false, object, {}, {}, owner_, {}};
   auto made = store_->create(std::move(r), false);
   auto* rec = std::get_if<std::shared_ptr<jobs::response_record>>(&made);
   store_ = nullptr;  // one try: a stream the store cannot take goes on unrecorded

@@ -17,8 +17,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "http/downstream.hpp"
+#include "http/types.hpp"
+#include "jobs/options.hpp"
 #include "jobs/response_store.hpp"
 #include "runtime/watchdog.hpp"
 #include "sse/parser.hpp"
@@ -70,7 +74,21 @@ class response_recorder {
   std::function<void(const std::shared_ptr<jobs::response_record>&)> on_open_;
 };
 
-class job_sink final : public http::downstream {
+// The downstream of a job a worker runs (job_sink, wire_sink): stopped by a cancel, concluded
+// into its record's final status once the request ended.
+class job_downstream : public http::downstream {
+ public:
+  // The job was cancelled (on the job's thread): the request's listener is told, as when a
+  // client leaves.
+  virtual void cancel() noexcept = 0;
+  // After the request ended: the record's final status; `why` names a failure.
+  virtual void conclude(std::string_view why) = 0;
+
+ protected:
+  ~job_downstream() = default;
+};
+
+class job_sink final : public job_downstream {
  public:
   explicit job_sink(std::shared_ptr<jobs::response_record> rec) : rec_(std::move(rec)) {}
 
@@ -88,10 +106,8 @@ class job_sink final : public http::downstream {
   bool stalled() const noexcept override { return false; }
   std::uint64_t bytes_written() const noexcept override { return bytes_; }
 
-  // The job was cancelled (on the job's thread): the request's listener is told, as when a
-  // client leaves.
-  void cancel() noexcept;
-  void conclude(std::string_view why) { rec_.conclude(why); }
+  void cancel() noexcept override;
+  void conclude(std::string_view why) override { rec_.conclude(why); }
 
  protected:
   void end_watch() noexcept override { listener_ = nullptr; }
@@ -156,5 +172,15 @@ std::string response_object_with(std::string_view object, jobs::status s, std::s
 // A new response id: "resp_" and 32 hex digits from the system's CSPRNG (an id is the only key
 // to a response when no client keys are configured).
 std::string new_response_id();
+// `prefix` and 32 hex digits from the system's CSPRNG.
+std::string new_random_id(std::string_view prefix);
+
+// The client's headers as a job replays them: all but the ones that frame this one message.
+std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req);
+// Retry-After for a full job queue: the rounds of worker slots ahead of a new job (the slots of
+// one worker: a fleet's are not known here), 1-60 s.
+std::uint64_t queue_retry_after(std::uint64_t waiting, const jobs::options& o);
+// --queue redis: Redis did not answer a queue operation (503).
+error queue_unavailable_error();
 
 }  // namespace sluice::proxy

@@ -172,8 +172,14 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   }
   if (!ctx.response_id.empty()) co_return co_await serve_stored(ctx, req);
   if (ctx.background) co_return co_await create_background(ctx, req);
-  if (!co_await admit(ctx, ticket)) co_return;
-  co_await forward(ctx, req, ticket.key && ticket.key->reserved_tokens() != 0);
+  if (cfg_.svc.queue && !cfg_.jobs->runs_jobs()) {
+    // A front of a fleet (--queue redis, --role front): a worker runs it; queue-depth and
+    // queue-timeout hold for the fleet's queue instead of this process's slots.
+    co_await forward_queued(ctx, req);
+  } else {
+    if (!co_await admit(ctx, ticket)) co_return;
+    co_await forward(ctx, req, ticket.key && ticket.key->reserved_tokens() != 0);
+  }
   // The key's token reservation settles to what the request used (the permit's end tells the
   // shared store, or the local bucket).
   if (ticket.key) ticket.key->used_tokens(tokens_used(ctx));

@@ -25,6 +25,8 @@ namespace sluice::proxy {
 
 namespace bhttp = boost::beast::http;
 
+class job_downstream;
+
 // Read-only after start-up; shared by every worker thread's pipeline.
 struct shared_config {
   const options& proxy;
@@ -58,6 +60,9 @@ class pipeline final : public http::request_handler {
   // the same attempt loop and relay as a client's request; returns once the record is final.
   // (--queue redis: redis_worker takes the jobs and calls this.)
   task<void> run_job(std::shared_ptr<jobs::response_record> rec);
+  // A foreground job (rec->wire(): --queue redis, a front's client waits on it), run the same way
+  // into its record as the answer's head and body pieces (wire_job.hpp).
+  task<void> run_wire_job(std::shared_ptr<jobs::response_record> rec);
 
   // This thread's client for upstream i (its keep-alive pool).
   upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
@@ -105,6 +110,14 @@ class pipeline final : public http::request_handler {
   // it is invalid; `status`/`body` become the last attempt's (respond_structured.cpp).
   task<whole_check> check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
                                        unsigned& status, std::string& body);
+
+  // A job's request through forward() into `sink`, stopped by the record's cancel.
+  task<void> run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
+                        std::string request_id);
+  // --queue redis, --role front: a client's request as a foreground job, its answer relayed from
+  // the job's log (queued_forward.cpp).
+  task<void> forward_queued(request_context& ctx, http::request& req);
+  task<void> relay_queued(request_context& ctx, const std::string& id);
 
   // --- background responses (background.cpp) ---
   // POST /v1/responses with background: the job queued, its object answered (or its stream followed).

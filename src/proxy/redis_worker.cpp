@@ -54,7 +54,7 @@ void redis_worker::mirror_recorded(std::shared_ptr<jobs::response_record> rec) {
 task<void> redis_worker::run_recorded(std::shared_ptr<jobs::response_record> rec) {
   auto* c = redis_.current();
   if (!c) co_return;
-  jobs::new_response r{rec->id(), false, rec->object(), {}, {}, rec->owner()};
+  jobs::new_response r{rec->id(), false, rec->object(), {}, {}, rec->owner(), {}};
   // Not taken (Redis away, or the id is someone else's): the stream stays resumable here only.
   if (!co_await queue_.open(*c, r)) co_return;
   {
@@ -145,8 +145,13 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
   // Not queued (cancelled, taken by another, gone): start() says so and takes it out of the queue.
   const bool started = co_await queue_.start(*c, job, object);
   if (!started || !stored) co_return;
-  jobs::new_response r{stored->id, stored->background, stored->object, std::move(stored->headers), std::move(stored->body),
-                       std::move(stored->owner)};
+  jobs::new_response r{stored->id,
+                       stored->background,
+                       stored->object,
+                       std::move(stored->headers),
+                       std::move(stored->body),
+                       std::move(stored->owner),
+                       std::move(stored->wire)};
   auto rec = std::make_shared<jobs::response_record>(std::move(r), queue_.settings().response_max_bytes);
   rec->start(std::move(object));
   {
@@ -156,7 +161,9 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
   metrics_.job_started();
   {
     using namespace boost::asio::experimental::awaitable_operators;
-    co_await (pipelines_(thread).run_job(rec) && mirror(rec));
+    // (Not a conditional expression around the co_await: GCC 12.)
+    if (rec->wire().empty()) co_await (pipelines_(thread).run_job(rec) && mirror(rec));
+    else co_await (pipelines_(thread).run_wire_job(rec) && mirror(rec));
   }
   {
     std::lock_guard l(mu_);
@@ -172,6 +179,7 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
   rec->watch(wake.get_handle());  // not a follower: a recorded stream's orphan-timeout ignores it
   std::int64_t last = -1;
   std::string written = rec->object();  // start() stored it
+  const bool foreground = !rec->wire().empty();
   std::optional<runtime::steady::time_point> failing_since;
   for (;;) {
     // The state first: a final one means every event is in the record already.
@@ -195,9 +203,19 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
       const std::optional<jobs::status> new_state = final_now ? std::optional(st) : std::nullopt;
       const std::string new_object = changed || final_now ? object : std::string();
       std::optional<std::int64_t> followed_ms_ago;
-      ours = co_await queue_.append(*c, rec->id(), events, new_state, new_object, final_now, failure, &followed_ms_ago);
+      ours = co_await queue_.append(*c, rec->id(), events, new_state, new_object, final_now, failure, &followed_ms_ago,
+                                    foreground);
       // Someone follows it through another front: the relaying process's orphan-timeout hears of it.
       if (followed_ms_ago) rec->followed_elsewhere(runtime::steady::now() - std::chrono::milliseconds(*followed_ms_ago));
+      // A foreground job whose front stopped reading (killed, or its client's cancel lost): stopped
+      // after orphan-timeout, as a recorded stream with no follower is.
+      if (foreground && !final_now && followed_ms_ago &&
+          std::chrono::milliseconds(*followed_ms_ago) > queue_.settings().orphan_timeout) {
+        obs::log_warn("foreground job no longer read by its front: stopping it (orphan-timeout)",
+                      {{"request_id", rec->id()}, {"worker", queue_.worker()}});
+        metrics_.orphaned();
+        rec->cancel(response_object_with(object, jobs::status::cancelled));
+      }
     }
     if (failure == jobs::redis_failure::none && !ours) {
       // Failed as worker_lost by another worker (this one's lease lapsed during an outage), or gone.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "process.hpp"
+#include "queue_fleet.hpp"
 #include "responses_events.hpp"
 #include "redis_server.hpp"
 #include "serve_node.hpp"
@@ -36,47 +37,7 @@ const std::string kBody = R"({"model":"sim-1","input":"tell me","background":tru
 
 using node = test::serve_node;
 
-struct Queue : ::testing::Test {
-  std::unique_ptr<sim::server> sim;
-  std::unique_ptr<test::redis_server> redis;
-  void SetUp() override {
-    redis = std::make_unique<test::redis_server>();
-    ASSERT_TRUE(redis->running());
-    sim::options so;
-    so.listen = "127.0.0.1:0";
-    so.threads = 1;
-    so.tokens = 12;
-    sim = std::make_unique<sim::server>(so);
-    ASSERT_TRUE(sim->start().has_value());
-  }
-  std::vector<std::string> args(const std::string& role, std::vector<std::string> more = {}) const {
-    std::vector<std::string> a{"serve", "--listen", "127.0.0.1:0", "--threads", "2", "--upstream",
-                               "http://127.0.0.1:" + std::to_string(sim->port()), "--redis",
-                               "redis://127.0.0.1:" + std::to_string(redis->port()), "--queue", "redis", "--role", role,
-                               "--log-format", "json", "--max-attempts", "1"};
-    // A loaded machine (ASan, CI) can be slower than the 50 ms default.
-    if (std::find(more.begin(), more.end(), "--redis-command-timeout") == more.end())
-      a.insert(a.end(), {"--redis-command-timeout", "1s"});
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
-  }
-  std::unique_ptr<node> front(std::vector<std::string> more = {}) { return std::make_unique<node>(args("front", std::move(more))); }
-  std::unique_ptr<node> worker(std::vector<std::string> more = {}) { return std::make_unique<node>(args("worker", std::move(more))); }
-
-  // redis-cli against the test's server: the output, trimmed.
-  std::string redis_cli(const std::string& command) const {
-    const std::string cmd = "redis-cli -p " + std::to_string(redis->port()) + " " + command + " 2>&1";
-    std::string out;
-    if (FILE* f = ::popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      std::size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-      ::pclose(f);
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-  }
-};
+struct Queue : test::queue_fleet {};
 
 // Each call first reads what the node logged: a child whose output pipe fills up blocks.
 boost::json::object create(node& n, const std::string& body = kBody, headers h = {}) {
@@ -134,7 +95,7 @@ TEST_F(Queue, CreatedOnOneFrontRunByAWorkerRetrievedOnAnotherGivesWhatADirectStr
   auto done = get(*b, id);
   EXPECT_EQ(done.at("id").as_string(), id);
   EXPECT_EQ(done.at("created_at"), created.at("created_at"));
-  auto direct = test::call(a->port, verb::post, "/v1/responses", R"({"model":"sim-1","input":"tell me","stream":true})");
+  auto direct = test::call(sim->port(), verb::post, "/v1/responses", R"({"model":"sim-1","input":"tell me","stream":true})");
   ASSERT_EQ(direct.result_int(), 200u);
   auto events = parse_events(direct.body());
   ASSERT_FALSE(events.empty());
@@ -345,6 +306,7 @@ TEST_F(Queue, RedisRestartedMidRunEndsFollowersInBandAndNewJobsRun) {
 TEST_F(Queue, AClientsOwnStreamResumesOnAnotherFrontWhoseFollowerOutlivesTheOrphanTimeout) {
   auto a = front({"--orphan-timeout", "300ms"});
   auto b = front();
+  auto w = worker();  // runs the stream as a foreground job; front a relays and records it
   const std::string body = R"({"model":"sim-1","input":"resume a foreground one elsewhere","stream":true})";
   std::string id;
   std::int64_t n = 0;
@@ -372,6 +334,7 @@ TEST_F(Queue, AClientsOwnStreamResumesOnAnotherFrontWhoseFollowerOutlivesTheOrph
 TEST_F(Queue, AClientsOwnStreamNobodyFollowsAnywhereIsCancelledAfterTheOrphanTimeout) {
   auto a = front({"--orphan-timeout", "300ms"});
   auto b = front();
+  auto w = worker();
   std::string id;
   {
     test::open_stream s(a->port, R"({"model":"sim-1","input":"left alone","stream":true})",

@@ -36,8 +36,10 @@ inline std::vector<sse_event> parse_events(const std::string& body) {
 struct open_stream {
   client_socket c;
   std::string got;
-  open_stream(std::uint16_t port, const std::string& body, const std::string& extra_headers = "") : c(port) {
-    c.send("POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
+  open_stream(std::uint16_t port, const std::string& body, const std::string& extra_headers = "",
+              const std::string& path = "/v1/responses")
+      : c(port) {
+    c.send("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   }
   void read_events(std::size_t events) {

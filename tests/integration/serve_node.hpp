@@ -29,6 +29,17 @@ struct serve_node {
     if (at == std::string::npos) return -1;
     return std::stod(text.substr(at + series.size() + 2));
   }
+  // The sum of every series of metric `name` (0 when it has none).
+  double metric_sum(const std::string& name) {
+    p.pump(0);
+    const std::string text = call(port, bhttp::verb::get, "/metrics").body();
+    double sum = 0;
+    for (auto at = text.find("\n" + name + "{"); at != std::string::npos; at = text.find("\n" + name + "{", at + 1)) {
+      const auto sp = text.find("} ", at);
+      if (sp != std::string::npos) sum += std::stod(text.substr(sp + 2));
+    }
+    return sum;
+  }
   bool logged(const std::string& msg) {
     p.pump(5);
     return p.output().find(msg) != std::string::npos;

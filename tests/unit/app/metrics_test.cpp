@@ -1,6 +1,7 @@
 #include "observability/metrics.hpp"
 
 #include "app/gateway.hpp"
+#include "jobs/metrics.hpp"
 
 #include <gtest/gtest.h>
 #include <prometheus/counter.h>
@@ -103,6 +104,13 @@ std::set<std::string> names_of(const std::array<E, N>& all) {
   return v;
 }
 
+std::set<std::string> foreground_results() {
+  using m = sluice::jobs::metrics;
+  std::set<std::string> v;
+  for (std::size_t k = 0; k < m::foreground_outcome_count; ++k) v.emplace(m::name_of(static_cast<m::foreground_outcome>(k)));
+  return v;
+}
+
 // Every metric the gateway promises, with its type.
 const std::map<std::string, std::string> expected_families = {
     {"sluice_streams_active", "gauge"},
@@ -159,6 +167,8 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_recorded_streams_total", "counter"},
     {"sluice_jobs_claimed_total", "counter"},
     {"sluice_jobs_lost_total", "counter"},
+    {"sluice_jobs_orphaned_total", "counter"},
+    {"sluice_foreground_jobs_total", "counter"},
     {"sluice_queue_redis_errors_total", "counter"},
     {"process_cpu_seconds_total", "counter"},
     {"process_open_fds", "gauge"},
@@ -215,6 +225,7 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
       {"kind", {"requests", "tokens"}},
       {"state", {"completed", "failed", "cancelled", "incomplete"}},  // sluice_jobs_total
       {"op", {"create", "read", "cancel", "take", "append"}},         // sluice_queue_redis_errors_total
+      {"result", foreground_results()},                                // sluice_foreground_jobs_total
   };
   const std::map<std::string, std::set<std::string>> direction_values = {
       {"sluice_tokens_total", names_of(all_directions)},

@@ -70,7 +70,7 @@ TEST(response_recorder, AJobsLifecycleEventsCarryTheGatewaysResponse) {
   const std::string stream = recording("responses_text.sse");
   jobs::memory_store store(opts());
   const std::string object = queued_response_object("resp_gateway", "m", true, R"({"metadata":{"k":"v"}})");
-  auto made = store.create({"resp_gateway", true, object, {}, "{}", ""}, true);
+  auto made = store.create({"resp_gateway", true, object, {}, "{}", "", {}}, true);
   auto rec = std::get<std::shared_ptr<jobs::response_record>>(made);
   ASSERT_TRUE(rec->start(object));
   response_recorder r(rec);
@@ -122,7 +122,7 @@ TEST(response_recorder, AStreamTheStoreCannotTakeIsNotRecorded) {
   const std::string stream = recording("responses_text.sse");
   jobs::memory_store store(opts());
   ASSERT_TRUE(std::holds_alternative<std::shared_ptr<jobs::response_record>>(
-      store.create({"resp_68c1", false, "{}", {}, "", ""}, false)));  // the id is taken
+      store.create({"resp_68c1", false, "{}", {}, "", "", {}}, false)));  // the id is taken
   response_recorder rec(store);
   rec.feed(stream);
   EXPECT_FALSE(rec.recording());
