@@ -17,25 +17,12 @@
 #include <vector>
 
 #include "jobs/response_store.hpp"
+#include "proxy/wire_head.hpp"
 #include "proxy/job_sink.hpp"
 
 namespace sluice::proxy {
 
 namespace bhttp = boost::beast::http;
-
-// The head of a relayed answer, as event 0 of a foreground job's log.
-struct wire_head {
-  unsigned status = 0;
-  bool stream = false;  // a chunked body follows, piece by piece; else the pieces make a whole body
-  std::vector<std::pair<std::string, std::string>> headers;  // end-to-end fields only
-};
-std::string wire_head_text(const bhttp::fields& fields, unsigned status, bool stream);
-std::optional<wire_head> parse_wire_head(std::string_view text);
-
-// A foreground job's `wire` field: the method and the path ("POST /v1/chat/completions").
-std::string wire_target(bhttp::verb method, std::string_view path);
-// nullopt: not one the gateway makes.
-std::optional<std::pair<bhttp::verb, std::string>> parse_wire_target(std::string_view wire);
 
 // A new foreground job id: "job_" and 32 hex digits from the system's CSPRNG.
 std::string new_job_id();
