@@ -92,6 +92,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   services_->responses = responses_.get();
   services_->jobs = jobs_metrics_.get();
   services_->queue = queue_.get();
+  services_->notifier = notifier_.get();
   services_->redis = queue_ ? redis_.get() : nullptr;
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
@@ -143,6 +144,9 @@ void gateway::build_shared_limits() {
                                                  std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease),
                                                  opts_.admission.queue_depth);
     queue_->attach(queue_scripts);
+    std::vector<std::string> channels{queue_->notify_channel(queue_->worker())};
+    if (opts_.jobs.runs_jobs()) channels.push_back(queue_->jobs_channel());
+    notifier_ = std::make_unique<jobs::redis_notifier>(redis_->add_subscriber(0), std::move(channels));
     obs::log_info("jobs queued through redis", {{"role", jobs::to_string(opts_.jobs.role)},
                                                 {"worker", leases_->replica()},
                                                 {"worker_max_jobs", opts_.jobs.worker_max_jobs}});
@@ -199,7 +203,7 @@ result<tcp::endpoint> gateway::start() {
   if (queue_) {
     redis_worker_ = std::make_unique<proxy::redis_worker>(
         *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *workers_[t].pipeline; }, *jobs_metrics_,
-        drain_);
+        drain_, notifier_.get());
     redis_worker_->start(job_slots_, opts_.jobs.runs_jobs());
     services_->queue_worker = redis_worker_.get();
   } else {
@@ -216,6 +220,7 @@ result<tcp::endpoint> gateway::start() {
   monitor_->start(background_);
   if (redis_) {
     redis_->start(redis_tasks_);
+    if (notifier_) notifier_->start(redis_tasks_);
     redis_tasks_.spawn(ex, leases_->run(redis_->on(0), 0, redis_tasks_), "lease renewal loop", true);
   }
   pool_.start();

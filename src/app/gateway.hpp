@@ -126,6 +126,7 @@ class gateway {
   std::unique_ptr<jobs::memory_store> responses_;
   // --queue redis: the fleet's queue and this process's worker side of it (built at start).
   std::unique_ptr<jobs::redis_queue> queue_;
+  std::unique_ptr<jobs::redis_notifier> notifier_;  // its Pub/Sub wakeups (one subscriber connection)
   std::unique_ptr<proxy::redis_worker> redis_worker_;
   std::shared_ptr<jobs::metrics> jobs_metrics_;
   runtime::task_group job_slots_;

@@ -128,6 +128,8 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
   if (!r.wire.empty()) {
     args.push_back("fg");
     args.push_back(r.wire);
+    args.push_back("nf");  // the front relaying it is told of each append
+    args.push_back(notify_channel(worker_));
   }
   auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
   if (!made.ok()) {
@@ -136,7 +138,8 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
   }
   if (made.value.as_integer().value_or(0) != 1) co_return store_refusal::duplicate;
   std::vector<std::string> qkeys{r.wire.empty() ? jobs_key() : foreground_key()};
-  std::vector<std::string> qargs{std::to_string(r.wire.empty() ? opts_.jobs_max_waiting : foreground_max_waiting_), r.id};
+  std::vector<std::string> qargs{std::to_string(r.wire.empty() ? opts_.jobs_max_waiting : foreground_max_waiting_), r.id,
+                                 jobs_channel()};
   auto queued = co_await run(c, enqueue, std::move(qkeys), std::move(qargs));
   if (queued.ok() && queued.value.as_integer().value_or(0) == 1) co_return store_refusal::none;
   // Not queued: the response must not stay behind as a job nobody runs.

@@ -8,7 +8,10 @@
 //   P{resp:ID}                hash: st (status), obj (response object), own (client key), bg,
 //                             hdr (the request's headers, JSON), body, wk (the worker running it),
 //                             last (the last stored sequence number), fin (1 once final),
-//                             fg (a foreground job: the API path it runs; its events are its answer)
+//                             fg (a foreground job: the API path it runs; its events are its answer),
+//                             nf (a foreground job: the Pub/Sub channel of the front relaying it)
+//   P{notify}:jobs, P{notify}:W  Pub/Sub channels (redis_notifier): a job queued; process W's
+//                             foreground jobs changed
 //   P{resp:ID}:ev             stream: the response's events, entry id `<seq+1>-0`, field `t` (SSE text)
 //
 // A response's two keys share a hash tag, so every script touching them runs on one Cluster slot;
@@ -78,6 +81,11 @@ class redis_queue {
   std::string events_key(std::string_view id) const;
   std::string jobs_key() const { return prefix_ + "{jobs}"; }
   std::string foreground_key() const { return prefix_ + "{jobs}:fg"; }
+  // Pub/Sub (redis_notifier): where a queued job is announced, with this payload; and the channel
+  // of process `worker`, told when a foreground job it relays changes (payload: its response key).
+  static constexpr std::string_view jobs_topic = "jobs";
+  std::string jobs_channel() const { return prefix_ + "{notify}:jobs"; }
+  std::string notify_channel(std::string_view worker) const { return prefix_ + "{notify}:" + std::string(worker); }
   std::string running_key() const { return prefix_ + "{jobs}:running"; }
   std::string cancels_key(std::string_view worker) const;
 

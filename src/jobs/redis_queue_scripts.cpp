@@ -6,10 +6,12 @@ namespace sluice::jobs {
 
 namespace {
 
-// KEYS[1] the job stream; ARGV: jobs-max-waiting, the response id. 1: queued; 0: the queue is full.
+// KEYS[1] the job stream; ARGV: jobs-max-waiting, the response id, the channel that announces a
+// queued job (payload 'jobs': idle workers read at once). 1: queued; 0: the queue is full.
 constexpr std::string_view enqueue_lua = R"lua(
 if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('XADD', KEYS[1], '*', 'id', ARGV[2])
+redis.call('PUBLISH', ARGV[3], 'jobs')
 return 1
 )lua";
 
@@ -30,7 +32,8 @@ return 1
 
 // KEYS[1] the hash, KEYS[2] its events; ARGV: worker, status (''), object (''), final ('1'),
 // retention (ms), then sequence number / SSE text pairs. 0 when the response is not this worker's
-// to write (another's, finished, gone). An event whose id is not past the last one is skipped.
+// to write (another's, finished, gone). An event whose id is not past the last one is skipped. A
+// foreground job's front is told on its channel (nf).
 constexpr std::string_view append_lua = R"lua(
 local h = redis.call('HMGET', KEYS[1], 'wk', 'fin')
 if h[1] ~= ARGV[1] or h[2] == '1' then return 0 end
@@ -50,6 +53,8 @@ elseif last then
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 end
+local nf = redis.call('HGET', KEYS[1], 'nf')
+if nf then redis.call('PUBLISH', nf, KEYS[1]) end
 local t = redis.call('TIME')
 return {1, tonumber(redis.call('HGET', KEYS[1], 'fa') or '0'), tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
 )lua";
@@ -95,6 +100,8 @@ if not h[5] then
   last = tostring(tonumber(ARGV[2]) + 1)
 end
 redis.call('HSET', KEYS[1], 'st', 'failed', 'obj', ARGV[4], 'fin', '1', 'last', last)
+local nf = redis.call('HGET', KEYS[1], 'nf')
+if nf then redis.call('PUBLISH', nf, KEYS[1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 1

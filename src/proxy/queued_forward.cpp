@@ -26,6 +26,9 @@ namespace {
 constexpr auto redis_patience = std::chrono::seconds(2);
 // Events (pieces of the answer) read in one go.
 constexpr std::size_t batch_events = 128;
+// Longest wait for the next piece while Pub/Sub tells of each one: the client leaving and
+// queue-timeout are checked this often.
+constexpr auto told_wait = std::chrono::milliseconds(100);
 
 // The last `"sequence_number":N` in a piece of a Responses stream (its events' own numbering, for
 // an in-band error that continues it); `seq` unchanged when there is none.
@@ -101,7 +104,12 @@ task<void> pipeline::relay_queued(request_context& ctx, const std::string& id) {
   auto count = [m](jobs::metrics::foreground_outcome o) {
     if (m) m->foreground(o);
   };
-  net::steady_timer pause(co_await net::this_coro::executor);
+  jobs::wakeup wake(co_await net::this_coro::executor);
+  // Each append to the job's log is announced on this process's channel (Pub/Sub); without it
+  // (subscriber reconnecting, or none) the relay polls every queue-poll-interval.
+  auto* notifier = cfg_.svc.notifier;
+  std::optional<jobs::redis_notifier::watch> told;
+  if (notifier) told.emplace(notifier->watch_topic(queue.response_key(id), wake.get_handle()));
   const auto enqueued = runtime::steady::now();
   std::optional<runtime::steady::time_point> failing_since;
   std::optional<wire_head> head;
@@ -259,9 +267,8 @@ task<void> pipeline::relay_queued(request_context& ctx, const std::string& id) {
       count(jobs::metrics::foreground_outcome::cancelled);
       co_return co_await end_with(error::make(errc::overloaded, "The gateway is shutting down; retry the request."), "draining");
     }
-    pause.expires_after(cfg_.jobs->poll_interval);
-    error_code ec;
-    co_await pause.async_wait(ec_out(ec));
+    // Told: a long wait (it still ends for queue-timeout and a client that left); else a poll.
+    co_await wake.wait(notifier && notifier->live() ? told_wait : cfg_.jobs->poll_interval);
   }
 }
 

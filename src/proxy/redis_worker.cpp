@@ -34,8 +34,14 @@ bool cancelled_now(const net::cancellation_state& cs) { return cs.cancelled() !=
 }  // namespace
 
 redis_worker::redis_worker(jobs::redis_queue& queue, redis::client& redis, runtime::worker_pool& pool, pipeline_of pipelines,
-                           jobs::metrics& metrics, const drain_state& drain)
-    : queue_(queue), redis_(redis), pool_(pool), pipelines_(std::move(pipelines)), metrics_(metrics), drain_(drain) {}
+                           jobs::metrics& metrics, const drain_state& drain, jobs::redis_notifier* notifier)
+    : queue_(queue),
+      redis_(redis),
+      pool_(pool),
+      pipelines_(std::move(pipelines)),
+      metrics_(metrics),
+      drain_(drain),
+      notifier_(notifier) {}
 
 void redis_worker::start(runtime::task_group& group, bool runs_jobs) {
   group_ = &group;
@@ -82,6 +88,9 @@ task<void> redis_worker::sample_loop() {
 task<void> redis_worker::pull_loop(runtime::task_group& group) {
   jobs::wakeup wake(co_await net::this_coro::executor);
   slot_freed_ = wake.get_handle();
+  // A job queued anywhere wakes this loop at once (Pub/Sub); the poll stays as the fallback.
+  std::optional<jobs::redis_notifier::watch> queued;
+  if (notifier_) queued.emplace(notifier_->watch_topic(std::string(jobs::redis_queue::jobs_topic), wake.get_handle()));
   const auto& opts = queue_.settings();
   const std::size_t slots = static_cast<std::size_t>(opts.worker_max_jobs);
   auto next_claim = runtime::steady::now();
@@ -124,7 +133,11 @@ task<void> redis_worker::pull_loop(runtime::task_group& group) {
     // A full read may have left more behind: read again at once; otherwise wait for the poll or a
     // freed slot.
     if (asked > 0 && got.size() >= asked) continue;
-    co_await wake.wait(opts.poll_interval);
+    // Told of new jobs: wait long (the claims of dead workers' jobs run every lease/3 anyway).
+    const duration idle = notifier_ && notifier_->live()
+                              ? std::min<duration>(std::chrono::seconds(1), std::chrono::milliseconds(queue_.lease_ms() / 3))
+                              : opts.poll_interval;
+    co_await wake.wait(idle);
   }
 }
 

@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "jobs/metrics.hpp"
+#include "jobs/redis_notifier.hpp"
 #include "jobs/redis_queue.hpp"
 #include "jobs/wakeup.hpp"
 #include "proxy/services.hpp"
@@ -37,8 +38,9 @@ class redis_worker {
  public:
   using pipeline_of = std::function<pipeline&(std::size_t thread)>;
 
+  // `notifier` (may be null): wakes the pull loop when a job is queued, instead of its poll.
   redis_worker(jobs::redis_queue& queue, redis::client& redis, runtime::worker_pool& pool, pipeline_of pipelines,
-               jobs::metrics& metrics, const drain_state& drain);
+               jobs::metrics& metrics, const drain_state& drain, jobs::redis_notifier* notifier = nullptr);
   redis_worker(const redis_worker&) = delete;
   redis_worker& operator=(const redis_worker&) = delete;
 
@@ -70,6 +72,7 @@ class redis_worker {
   pipeline_of pipelines_;
   jobs::metrics& metrics_;
   const drain_state& drain_;
+  jobs::redis_notifier* notifier_;
   runtime::task_group* group_ = nullptr;  // set by start()
 
   std::atomic<std::size_t> busy_{0};  // slots taken (a job loading, running or being mirrored)

@@ -11,6 +11,7 @@
 #include "admission/options.hpp"
 #include "admission/stream_registry.hpp"
 #include "jobs/metrics.hpp"
+#include "jobs/redis_notifier.hpp"
 #include "jobs/redis_queue.hpp"
 #include "jobs/response_store.hpp"
 #include "observability/metrics.hpp"
@@ -49,6 +50,7 @@ struct services {
   // --queue redis: background jobs and their responses in Redis (null: in `responses`), and the
   // client whose connection of the calling thread carries them.
   jobs::redis_queue* queue = nullptr;
+  jobs::redis_notifier* notifier = nullptr;  // (--queue redis) wakeups through Pub/Sub; null: poll
   redis::client* redis = nullptr;
   redis_worker* queue_worker = nullptr;  // mirrors recorded streams into Redis (set once started)
 };

@@ -8,7 +8,7 @@
 namespace sluice::redis {
 
 client::client(runtime::worker_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls)
-    : pool_(pool), metrics_(std::make_shared<metrics>(scripts)) {
+    : pool_(pool), metrics_(std::make_shared<metrics>(scripts)), settings_(s), tls_(tls) {
   connections_.reserve(pool.size());
   for (std::size_t i = 0; i < pool.size(); ++i) {
     connections_.push_back(
@@ -17,6 +17,12 @@ client::client(runtime::worker_pool& pool, settings s, std::vector<script> scrip
 }
 
 client::~client() = default;
+
+std::shared_ptr<connection> client::add_subscriber(std::size_t thread) {
+  auto c = std::make_shared<connection>(pool_.context(thread).get_executor(), settings_, std::vector<script>{}, nullptr, tls_);
+  subscribers_.push_back(c);
+  return c;
+}
 
 connection* client::current() noexcept {
   const std::size_t i = runtime::worker_pool::this_thread_index();
@@ -40,10 +46,16 @@ void client::start(runtime::task_group& owner) {
   for (auto& c : connections_) {
     net::post(c->executor(), [c, &owner] { c->start(owner); });
   }
+  for (auto& c : subscribers_) {
+    net::post(c->executor(), [c, &owner] { c->start(owner); });
+  }
 }
 
 void client::stop() {
   for (auto& c : connections_) {
+    net::post(c->executor(), [c] { c->stop(); });
+  }
+  for (auto& c : subscribers_) {
     net::post(c->executor(), [c] { c->stop(); });
   }
 }

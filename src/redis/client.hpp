@@ -35,6 +35,9 @@ class client {
   // Blocks the calling (controlling) thread until every connection is up or `limit` passed; true
   // when they all are. For start-up, so that the first requests find Redis ready.
   bool wait_connected(duration limit) const;
+  // A connection of its own on worker `thread` for SUBSCRIBE (connection::on_message), no scripts
+  // and not in the metrics' connected count; started and stopped with the others. Before start().
+  std::shared_ptr<connection> add_subscriber(std::size_t thread);
   // For obs::metrics_registry::add_collectable.
   std::shared_ptr<const metrics> metrics_collectable() const noexcept { return metrics_; }
 
@@ -42,6 +45,9 @@ class client {
   runtime::worker_pool& pool_;
   std::shared_ptr<metrics> metrics_;
   std::vector<std::shared_ptr<connection>> connections_;
+  std::vector<std::shared_ptr<connection>> subscribers_;
+  settings settings_;
+  ssl::context* tls_ = nullptr;
 };
 
 }  // namespace sluice::redis

@@ -181,6 +181,10 @@ task<std::string> connection::read_loop() {
   for (;;) {
     // Replies already buffered (read with the preamble) first.
     while (std::optional<reply> r = parser_.next()) {
+      if (on_message_ && r->type == reply::kind::array && r->elements.size() == 3 && r->elements[0].str == "message") {
+        on_message_(r->elements[1].str, r->elements[2].str);  // a subscription's message: no command's reply
+        continue;
+      }
       if (sent_.empty()) co_return "protocol error: a reply to no command";
       pending_ptr p = std::move(sent_.front());
       sent_.pop_front();

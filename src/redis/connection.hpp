@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <array>
 #include <memory>
 #include <random>
@@ -71,6 +72,11 @@ class connection : public std::enable_shared_from_this<connection> {
   // EVAL, within the same deadline. Arguments are copied before this returns.
   task<response> run(std::size_t index, std::span<const std::string_view> keys, std::span<const std::string_view> args);
 
+  // A connection that SUBSCRIBEs (one channel per command: a reply each) hands the messages it
+  // receives ("message", channel, payload) to `f`, on its executor; nothing else may be sent on it
+  // but (UN)SUBSCRIBE and PING. Set before start().
+  void on_message(std::function<void(std::string_view channel, std::string_view payload)> f) { on_message_ = std::move(f); }
+
   bool connected() const noexcept { return connected_; }
   // Commands queued or written and not yet answered (timed-out ones still count until answered).
   std::size_t in_flight() const noexcept { return outbox_.size() + sent_.size(); }
@@ -117,6 +123,7 @@ class connection : public std::enable_shared_from_this<connection> {
   net::steady_timer backoff_;      // between connect attempts
   net::steady_timer open_guard_;   // the deadline of open()
   reply_parser parser_;
+  std::function<void(std::string_view, std::string_view)> on_message_;
   std::deque<pending_ptr> outbox_;  // queued, not yet written
   std::deque<pending_ptr> sent_;    // written, awaiting a reply (in order)
   std::vector<char> read_buffer_;

@@ -164,3 +164,20 @@ TEST_F(QueueForeground, AWorkerKilledMidStreamEndsTheClientsStreamWithWorkerLost
   EXPECT_TRUE(a->logged("foreground job's worker lost"));
   EXPECT_EQ(sim->snapshot().completion_requests, 1u) << "a started job is not run again";
 }
+
+TEST_F(QueueForeground, PubSubTellsTheWorkerAndTheFrontSoNeitherWaitsForItsPoll) {
+  // Polls of 1 s (the most there may be): without notifications the front, having read nothing
+  // right after it queued the job, would wait a whole poll before reading again, so an answer in
+  // under that is the notifications' (a queued job wakes the worker's pull loop; each append
+  // wakes the front's relay).
+  auto a = bare_front({"--queue-poll-interval", "1s"});
+  auto w = worker({"--queue-poll-interval", "1s"});
+  std::this_thread::sleep_for(200ms);  // both subscribed (the notifier checks every 50 ms)
+  for (bool stream : {true, false}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = test::post_chat(a->port, stream);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_EQ(r.result_int(), 200u) << r.body();
+    EXPECT_LT(took, 900ms) << (stream ? "stream" : "whole") << ": the answer waited for a poll";
+  }
+}
