@@ -33,7 +33,7 @@ void options::register_options(config::option_table& table) {
                      else return error::make(errc::bad_request, "role: expected both, front or worker");
                      return ok;
                    }})
-      .add_duration("queue-poll-interval", "--queue redis: how often an idle worker asks for jobs and a follower looks for new events",
+      .add_duration("queue-poll-interval", "--queue redis: how often a follower of a background response looks for new events, and an idle worker and a foreground relay poll while Pub/Sub is away",
                     poll_interval)
       .add("worker-max-jobs", "background jobs this process runs at once (one upstream stream each)", worker_max_jobs)
       .add("jobs-max-waiting", "background jobs that may wait for a worker slot before new ones are refused",

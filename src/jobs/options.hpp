@@ -23,8 +23,9 @@ std::string_view to_string(process_role r) noexcept;
 struct options {
   queue_backend queue = queue_backend::memory;  // `queue`
   process_role role = process_role::both;       // `role`
-  // --queue redis: how often an idle worker asks for jobs, and a follower with nothing new looks
-  // for events again (Redis has no wakeup that crosses processes without a blocking connection).
+  // --queue redis: how often a follower of a background response with nothing new looks for
+  // events again; an idle worker and a front relaying a foreground job are told through Pub/Sub
+  // (redis_notifier) and poll at this interval only while it is away.
   duration poll_interval = std::chrono::milliseconds(20);
   // Jobs this process runs at once (each is one upstream stream); a job is taken only into a free slot.
   std::uint64_t worker_max_jobs = 64;
