@@ -1,12 +1,15 @@
 // End to end through the Redis queue (--queue redis, docs/queue.md): the official `openai` npm SDK
 // against two fronts and one worker, separate `sluice serve` processes sharing a real redis-server
 // (a free loopback port), in front of `sluice sim`. A response created on one front is retrieved,
-// resumed and cancelled on the other. Run by ctest (SLUICE_BIN) or: node --test tests/e2e/
+// resumed and cancelled on the other; chat requests to a front (foreground jobs) are run by the
+// worker and reach the SDK as ordinary answers, structured outputs included. Run by ctest (SLUICE_BIN) or: node --test tests/e2e/
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import OpenAI from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 import { start as startIn, sleep, untilFinal } from './lib.mjs';
 
 const procs = [];
@@ -100,4 +103,31 @@ test('queue: responses.cancel on another front stops a running response', async 
   const final = await untilFinal(client(frontA), created.id);
   assert.equal(final.status, 'cancelled');
   await assert.rejects(b.responses.retrieve('resp_00000000000000000000000000000000'), (err) => err instanceof OpenAI.NotFoundError);
+});
+
+test('queue: foreground chat through a front, streamed and parsed with zod, as the SDK expects', async () => {
+  const City = z.object({ city: z.string(), n: z.number().int() });
+  const content = '{"city":"Oslo","n":3}';
+  const parsed = await client(frontA).chat.completions.parse(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], response_format: zodResponseFormat(City, 'city') },
+    { headers: { 'x-sim-content': content } },
+  );
+  assert.deepEqual(parsed.choices[0].message.parsed, { city: 'Oslo', n: 3 });
+  let text = '';
+  const stream = await client(frontB).chat.completions.create(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], stream: true,
+      response_format: zodResponseFormat(City, 'city') },
+    { headers: { 'x-sim-content': content } },
+  );
+  for await (const chunk of stream) for (const c of chunk.choices) text += c.delta?.content ?? '';
+  assert.equal(text, content);
+  // The worker's verdict on a violation reaches the SDK through the front, in-band.
+  const bad = await client(frontA).chat.completions.create(
+    { model: 'sim-1', messages: [{ role: 'user', content: 'a city' }], stream: true,
+      response_format: zodResponseFormat(City, 'city') },
+    { headers: { 'x-sim-content': '{"city":"Oslo","n":"three"}', 'x-sluice-schema-policy': 'reject' } },
+  );
+  await assert.rejects(async () => {
+    for await (const _ of bad) { /* drain */ }
+  }, (err) => err instanceof OpenAI.APIError && err.code === 'schema_violation');
 });
