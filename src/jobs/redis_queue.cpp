@@ -152,8 +152,8 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
 }
 
 task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std::string_view id, redis_failure& failure) {
-  auto r = co_await c.command("HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last");
-  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 7) {
+  auto r = co_await c.command("HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last", "fg");
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 8) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
   }
@@ -169,6 +169,7 @@ task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std
   out.worker = e[4].str;
   out.finished = e[5].str == "1";
   out.last_seq = to_int(e[6].str, -1);
+  out.wire = e[7].str;
   co_return out;
 }
 

@@ -179,7 +179,9 @@ task<void> pipeline::serve_queued(request_context& ctx, const http::request& req
     if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
     co_return co_await send_error(ctx, queue_unavailable_error());
   }
-  if (!found || found->owner != ctx.key_name) co_return co_await send_error(ctx, not_found(ctx.response_id));
+  // A foreground job (a front's client's chat request) is no response anyone retrieves.
+  if (!found || found->owner != ctx.key_name || !found->wire.empty())
+    co_return co_await send_error(ctx, not_found(ctx.response_id));
   if (ctx.response_cancel) {
     if (!found->background)
       co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));

@@ -95,6 +95,21 @@ TEST_F(QueueForeground, AFrontWithNoUpstreamServesStreamsAndWholeAnswersThroughA
   EXPECT_EQ(a->metric_sum("sluice_upstream_requests_total"), 0) << "the front never tried its own upstream";
   EXPECT_GE(w->metric_sum("sluice_upstream_requests_total"), 4) << "(the sum sees the worker's)";
   EXPECT_EQ(w->metric("sluice_jobs_total{state=\"completed\"}"), 4);
+  // A foreground job is no stored response: its id is unknown to GET (here while it runs).
+  std::string job_id;
+  std::thread slow([&] {
+    (void)test::call(a->port, verb::post, "/v1/chat/completions", test::chat_body(true),
+                     {{"x-sim-tokens", "30"}, {"x-sim-token-delay", "20ms"}});
+  });
+  ASSERT_LT(test::wait_until([&] {
+    job_id = redis_cli("--scan --pattern 'sluice:{resp:job_*}'");
+    return !job_id.empty();
+  }, 5s), 5s);
+  job_id = job_id.substr(job_id.find("job_"));
+  job_id = job_id.substr(0, job_id.find('}'));
+  auto lookup = test::call(a->port, verb::get, "/v1/responses/" + job_id);
+  EXPECT_EQ(lookup.result_int(), 404u) << job_id << " " << lookup.body();
+  slow.join();
   // Finished jobs' keys are deleted by the front once relayed: nothing is left of them in Redis.
   EXPECT_LT(test::wait_until([&] { return redis_cli("--scan --pattern '*{resp:job_*'").empty(); }, 3s), 3s)
       << redis_cli("--scan --pattern '*{resp:job_*'");
