@@ -27,6 +27,11 @@ struct options {
   // events again; an idle worker and a front relaying a foreground job are told through Pub/Sub
   // (redis_notifier) and poll at this interval only while it is away.
   duration poll_interval = std::chrono::milliseconds(20);
+  // --queue redis: the deadline of one queue command. Longer than redis-command-timeout (50 ms,
+  // sized so that an admission decision never waits on a stalled Redis): a burst of jobs queues
+  // thousands of commands on one connection, and a queue command that times out costs more (a job
+  // left for a claim after a lease, a retried append) than one that waits.
+  duration command_timeout = std::chrono::seconds(1);
   // Jobs this process runs at once (each is one upstream stream); a job is taken only into a free slot.
   std::uint64_t worker_max_jobs = 64;
   // Background jobs that may wait for a slot; past it, a new background request is refused at once

@@ -115,7 +115,7 @@ std::string redis_queue::cancels_key(std::string_view worker) const {
 task<redis::response> redis_queue::run(redis::connection& c, script_index s, std::vector<std::string> keys,
                                        std::vector<std::string> args) {
   std::vector<std::string_view> k(keys.begin(), keys.end()), a(args.begin(), args.end());
-  co_return co_await c.run(first_script_ + s, k, a);
+  co_return co_await c.run_within(opts_.command_timeout, first_script_ + s, k, a);
 }
 
 task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, const new_response& r, redis_failure& failure) {
@@ -143,7 +143,7 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
   auto queued = co_await run(c, enqueue, std::move(qkeys), std::move(qargs));
   if (queued.ok() && queued.value.as_integer().value_or(0) == 1) co_return store_refusal::none;
   // Not queued: the response must not stay behind as a job nobody runs.
-  (void)co_await c.command("DEL", response_key(r.id));
+  (void)co_await c.command_within(opts_.command_timeout, "DEL", response_key(r.id));
   if (!queued.ok()) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
@@ -152,7 +152,7 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
 }
 
 task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std::string_view id, redis_failure& failure) {
-  auto r = co_await c.command("HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last", "fg");
+  auto r = co_await c.command_within(opts_.command_timeout, "HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last", "fg");
   if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 8) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
@@ -221,33 +221,33 @@ task<std::optional<status>> redis_queue::cancel(redis::connection& c, std::strin
   auto before = status_named(r.value.elements[0].str);
   if (before == status::in_progress && r.value.elements.size() > 1 && !r.value.elements[1].str.empty()) {
     const std::string key = cancels_key(r.value.elements[1].str);
-    auto added = co_await c.command("SADD", key, id);
-    (void)co_await c.command("PEXPIRE", key, std::to_string(live_ttl_ms));
+    auto added = co_await c.command_within(opts_.command_timeout, "SADD", key, id);
+    (void)co_await c.command_within(opts_.command_timeout, "PEXPIRE", key, std::to_string(live_ttl_ms));
     if (!added.ok()) failure = redis_failure::unavailable;
   }
   co_return before;
 }
 
 task<std::optional<std::uint64_t>> redis_queue::waiting(redis::connection& c, bool foreground_only) {
-  auto fg = co_await c.command("XLEN", foreground_key());
+  auto fg = co_await c.command_within(opts_.command_timeout, "XLEN", foreground_key());
   if (!fg.ok()) co_return std::nullopt;
   auto n = static_cast<std::uint64_t>(std::max<std::int64_t>(0, fg.value.as_integer().value_or(0)));
   if (foreground_only) co_return n;
-  auto bg = co_await c.command("XLEN", jobs_key());
+  auto bg = co_await c.command_within(opts_.command_timeout, "XLEN", jobs_key());
   if (!bg.ok()) co_return std::nullopt;
   co_return n + static_cast<std::uint64_t>(std::max<std::int64_t>(0, bg.value.as_integer().value_or(0)));
 }
 
 task<void> redis_queue::forget(redis::connection& c, std::string_view id) {
-  (void)co_await c.command("DEL", response_key(id), events_key(id));
+  (void)co_await c.command_within(opts_.command_timeout, "DEL", response_key(id), events_key(id));
 }
 
 task<bool> redis_queue::ensure_group(redis::connection& c) {
   auto made = [](const redis::response& r) {
     return r.ok() || (r.status == redis::outcome::error_reply && r.value.str.rfind("BUSYGROUP", 0) == 0);
   };
-  auto fg = co_await c.command("XGROUP", "CREATE", foreground_key(), group, "0", "MKSTREAM");
-  auto bg = co_await c.command("XGROUP", "CREATE", jobs_key(), group, "0", "MKSTREAM");
+  auto fg = co_await c.command_within(opts_.command_timeout, "XGROUP", "CREATE", foreground_key(), group, "0", "MKSTREAM");
+  auto bg = co_await c.command_within(opts_.command_timeout, "XGROUP", "CREATE", jobs_key(), group, "0", "MKSTREAM");
   co_return made(fg) && made(bg);
 }
 
@@ -265,7 +265,7 @@ task<bool> redis_queue::take_from(redis::connection& c, const std::string& strea
                                   std::vector<queued_job>& out, redis_failure& failure) {
   if (count == 0) co_return true;
   const std::string n = std::to_string(count);
-  auto r = co_await c.command("XREADGROUP", "GROUP", group, worker_, "COUNT", n, "STREAMS", stream, ">");
+  auto r = co_await c.command_within(opts_.command_timeout, "XREADGROUP", "GROUP", group, worker_, "COUNT", n, "STREAMS", stream, ">");
   if (r.status == redis::outcome::error_reply && r.value.str.rfind("NOGROUP", 0) == 0) {
     // Redis lost the group (restarted without its data): make it again, read next time.
     (void)co_await ensure_group(c);
@@ -286,7 +286,7 @@ task<std::vector<queued_job>> redis_queue::claim_stale(redis::connection& c, std
   for (const std::string& stream : {foreground_key(), jobs_key()}) {
     if (out.size() >= count) break;
     const std::string n = std::to_string(count - out.size());
-    auto r = co_await c.command("XAUTOCLAIM", stream, group, worker_, ms(lease_), "0-0", "COUNT", n);
+    auto r = co_await c.command_within(opts_.command_timeout, "XAUTOCLAIM", stream, group, worker_, ms(lease_), "0-0", "COUNT", n);
     if (r.ok() && r.value.type == redis::reply::kind::array && r.value.elements.size() >= 2)
       jobs_from_entries(r.value.elements[1], stream, out);
   }
@@ -294,7 +294,7 @@ task<std::vector<queued_job>> redis_queue::claim_stale(redis::connection& c, std
 }
 
 task<std::optional<stored_response>> redis_queue::load(redis::connection& c, std::string_view id, redis_failure& failure) {
-  auto r = co_await c.command("HGETALL", response_key(id));
+  auto r = co_await c.command_within(opts_.command_timeout, "HGETALL", response_key(id));
   if (!r.ok()) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
@@ -313,14 +313,14 @@ task<bool> redis_queue::start(redis::connection& c, const queued_job& j, const s
     std::vector<std::string> sargs{worker_, object};
     auto s = co_await run(c, start_job, std::move(skeys), std::move(sargs));
     started = s.ok() && s.value.as_integer().value_or(0) == 1;
-    if (!started) (void)co_await c.command("ZREM", running_key(), j.id);
+    if (!started) (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), j.id);
   }
   if (held.ok()) {
     // Taken by this worker, or not to be run (cancelled, gone, someone else's): out of the queue.
     // A job whose lease could not be written stays delivered, for a claim after the lease.
     const std::string& stream = j.stream.empty() ? jobs_key() : j.stream;
-    (void)co_await c.command("XACK", stream, group, j.entry);
-    (void)co_await c.command("XDEL", stream, j.entry);
+    (void)co_await c.command_within(opts_.command_timeout, "XACK", stream, group, j.entry);
+    (void)co_await c.command_within(opts_.command_timeout, "XDEL", stream, j.entry);
   }
   co_return started;
 }
@@ -365,12 +365,12 @@ task<bool> redis_queue::open(redis::connection& c, const new_response& r) {
                                 "wk", worker_};
   auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
   if (made.ok() && made.value.as_integer().value_or(0) == 1) co_return true;
-  (void)co_await c.command("ZREM", running_key(), r.id);
+  (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), r.id);
   co_return false;
 }
 
 task<void> redis_queue::release(redis::connection& c, std::string_view id) {
-  (void)co_await c.command("ZREM", running_key(), id);
+  (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), id);
 }
 
 task<bool> redis_queue::renew(redis::connection& c, const std::vector<std::string>& ids) {
@@ -386,7 +386,7 @@ task<bool> redis_queue::renew(redis::connection& c, const std::vector<std::strin
 
 task<std::vector<std::string>> redis_queue::cancelled(redis::connection& c) {
   std::vector<std::string> out;
-  auto r = co_await c.command("SPOP", cancels_key(worker_), "256");
+  auto r = co_await c.command_within(opts_.command_timeout, "SPOP", cancels_key(worker_), "256");
   if (r.ok() && r.value.type == redis::reply::kind::array)
     for (auto& e : r.value.elements) out.push_back(std::move(e.str));
   co_return out;
@@ -401,11 +401,11 @@ task<std::size_t> redis_queue::reap_lost(redis::connection& c, std::size_t limit
   const std::string retention = ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention));
   for (const auto& e : r.value.elements) {
     const std::string& id = e.str;
-    auto h = co_await c.command("HMGET", response_key(id), "st", "wk", "last", "obj");
+    auto h = co_await c.command_within(opts_.command_timeout, "HMGET", response_key(id), "st", "wk", "last", "obj");
     if (!h.ok() || h.value.elements.size() != 4) continue;
     const auto& f = h.value.elements;
     if (f[0].str != "in_progress") {
-      (void)co_await c.command("ZREM", running_key(), id);  // ended, or never started: nothing to fail
+      (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), id);  // ended, or never started: nothing to fail
       continue;
     }
     const std::int64_t last = to_int(f[2].str, -1);
@@ -418,7 +418,7 @@ task<std::size_t> redis_queue::reap_lost(redis::connection& c, std::size_t limit
     if (!lost.ok()) continue;
     const auto v = lost.value.as_integer().value_or(0);
     if (v == 2) continue;  // it moved on: its worker lives (its lease will be renewed)
-    (void)co_await c.command("ZREM", running_key(), id);
+    (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), id);
     if (v == 1) ++failed;
   }
   co_return failed;

@@ -321,27 +321,37 @@ void connection::finished(std::size_t label, outcome o, clock::time_point starte
   }
 }
 
-task<response> connection::counted(std::string bytes, std::size_t label) {
+task<response> connection::counted(std::string bytes, std::size_t label, duration timeout) {
   const auto started = clock::now();
-  response r = co_await submit(std::move(bytes), started + settings_.command_timeout);
+  response r = co_await submit(std::move(bytes), started + timeout);
   finished(label, r.status, started);
   co_return r;
 }
 
 task<response> connection::command(std::span<const std::string_view> args) {
-  return counted(format_command(args), 0);
+  return counted(format_command(args), 0, settings_.command_timeout);
+}
+
+task<response> connection::command_within(duration timeout, std::span<const std::string_view> args) {
+  return counted(format_command(args), 0, timeout);
 }
 
 task<response> connection::run(std::size_t index, std::span<const std::string_view> keys,
                                std::span<const std::string_view> args) {
+  return run_within(settings_.command_timeout, index, keys, args);
+}
+
+task<response> connection::run_within(duration timeout, std::size_t index, std::span<const std::string_view> keys,
+                                      std::span<const std::string_view> args) {
   std::vector<std::string> argv;
   argv.reserve(keys.size() + args.size());
   for (auto k : keys) argv.emplace_back(k);
   for (auto a : args) argv.emplace_back(a);
-  return run_script(index, std::move(argv), keys.size());
+  return run_script(index, std::move(argv), keys.size(), timeout);
 }
 
-task<response> connection::run_script(std::size_t index, std::vector<std::string> argv, std::size_t keys) {
+task<response> connection::run_script(std::size_t index, std::vector<std::string> argv, std::size_t keys,
+                                      duration timeout) {
   const auto started = clock::now();
   if (index >= scripts_.size()) throw std::out_of_range("redis: no script with this index");
   const script& s = scripts_[index];
@@ -355,7 +365,7 @@ task<response> connection::run_script(std::size_t index, std::vector<std::string
     for (const auto& x : argv) a.emplace_back(x);
     return format_command(a);
   };
-  const auto deadline = started + settings_.command_timeout;
+  const auto deadline = started + timeout;
   response r = co_await submit(encode("EVALSHA", s.sha1), deadline);
   if (r.status == outcome::error_reply && starts_with(r.value.str, "NOSCRIPT")) {
     // The server lost its script cache (SCRIPT FLUSH, a restart between our connect and now, a

@@ -71,6 +71,18 @@ class connection : public std::enable_shared_from_this<connection> {
   // Registered script `index` by EVALSHA; on NOSCRIPT (a flushed or restarted server) once more by
   // EVAL, within the same deadline. Arguments are copied before this returns.
   task<response> run(std::size_t index, std::span<const std::string_view> keys, std::span<const std::string_view> args);
+  // command() and run() with a deadline of their own instead of the connection's
+  // (`redis-command-timeout`, sized for admission decisions): the job queue's commands may wait
+  // longer in a burst than a request's admission should.
+  task<response> command_within(duration timeout, std::span<const std::string_view> args);
+  template <class... Args>
+  requires(sizeof...(Args) > 0 && (std::is_convertible_v<const Args&, std::string_view> && ...))
+  task<response> command_within(duration timeout, const Args&... args) {
+    const std::array<std::string_view, sizeof...(Args)> a{std::string_view(args)...};
+    return command_within(timeout, std::span<const std::string_view>(a));
+  }
+  task<response> run_within(duration timeout, std::size_t index, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args);
 
   // A connection that SUBSCRIBEs (one channel per command: a reply each) hands the messages it
   // receives ("message", channel, payload) to `f`, on its executor; nothing else may be sent on it
@@ -94,8 +106,8 @@ class connection : public std::enable_shared_from_this<connection> {
   task<std::string> read_loop();
   task<void> write_loop();
   task<response> submit(std::string bytes, clock::time_point deadline);
-  task<response> counted(std::string bytes, std::size_t label);
-  task<response> run_script(std::size_t index, std::vector<std::string> argv, std::size_t keys);
+  task<response> counted(std::string bytes, std::size_t label, duration timeout);
+  task<response> run_script(std::size_t index, std::vector<std::string> argv, std::size_t keys, duration timeout);
   task<std::size_t> read_some(error_code& ec);
   task<void> write_all(const std::string& bytes, error_code& ec);
 

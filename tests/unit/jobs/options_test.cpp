@@ -22,6 +22,7 @@ TEST(JobOptions, DefaultsAreOneProcessWithTheQueueInMemory) {
   EXPECT_TRUE(o.runs_jobs());
   EXPECT_TRUE(o.serves_clients());
   EXPECT_EQ(o.poll_interval, std::chrono::milliseconds(20));
+  EXPECT_EQ(o.command_timeout, std::chrono::seconds(1));
 }
 
 TEST(JobOptions, FrontsAndWorkersNeedTheRedisQueue) {
@@ -52,4 +53,11 @@ TEST(JobOptions, UnknownQueuesRolesAndIntervalsAreRefusedByName) {
   r = load(c, "queue: redis\nqueue-poll-interval: 5s\n");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.err().message.find("queue-poll-interval"), std::string::npos);
+  jobs::options d;
+  r = load(d, "queue: redis\nqueue-command-timeout: 0s\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("queue-command-timeout"), std::string::npos);
+  jobs::options e;
+  ASSERT_TRUE(load(e, "queue: redis\nqueue-command-timeout: 250ms\n").has_value());
+  EXPECT_EQ(e.command_timeout, std::chrono::milliseconds(250));
 }
