@@ -253,32 +253,26 @@ task<bool> redis_queue::ensure_group(redis::connection& c) {
 
 task<std::vector<queued_job>> redis_queue::take(redis::connection& c, std::size_t count, redis_failure& failure) {
   std::vector<queued_job> out;
+  if (count == 0) co_return out;
   // A client waits on each foreground job: those first, the rest of the slots for background ones.
-  // (Two reads, each with its own COUNT: one XREADGROUP over both streams could return COUNT from
-  // each.)
-  if (co_await take_from(c, foreground_key(), count, out, failure) && out.size() < count)
-    (void)co_await take_from(c, jobs_key(), count - out.size(), out, failure);
-  co_return out;
-}
-
-task<bool> redis_queue::take_from(redis::connection& c, const std::string& stream, std::size_t count,
-                                  std::vector<queued_job>& out, redis_failure& failure) {
-  if (count == 0) co_return true;
-  const std::string n = std::to_string(count);
-  auto r = co_await c.command_within(opts_.command_timeout, "XREADGROUP", "GROUP", group, worker_, "COUNT", n, "STREAMS", stream, ">");
-  if (r.status == redis::outcome::error_reply && r.value.str.rfind("NOGROUP", 0) == 0) {
-    // Redis lost the group (restarted without its data): make it again, read next time.
-    (void)co_await ensure_group(c);
-    co_return false;
-  }
+  // One script reads both streams (one hash tag): one round trip, exactly `count` at most (one
+  // XREADGROUP over two streams could return COUNT from each).
+  std::vector<std::string> keys{foreground_key(), jobs_key()};
+  std::vector<std::string> args{std::string(group), worker_, std::to_string(count)};
+  auto r = co_await run(c, take_jobs, std::move(keys), std::move(args));
   if (!r.ok()) {
     failure = redis_failure::unavailable;
-    co_return false;
+    co_return out;
   }
-  if (r.value.type != redis::reply::kind::array) co_return true;  // nil: nothing new
-  for (const auto& s : r.value.elements)
-    if (s.type == redis::reply::kind::array && s.elements.size() == 2) jobs_from_entries(s.elements[1], stream, out);
-  co_return true;
+  if (r.value.type == redis::reply::kind::integer) {
+    // Redis lost a group (restarted without its data): make them again, read next time.
+    (void)co_await ensure_group(c);
+    co_return out;
+  }
+  const auto& e = r.value.elements;
+  for (std::size_t i = 0; i + 2 < e.size(); i += 3)
+    out.push_back({e[i + 1].str, e[i + 2].str, e[i].as_integer().value_or(2) == 1 ? foreground_key() : jobs_key()});
+  co_return out;
 }
 
 task<std::vector<queued_job>> redis_queue::claim_stale(redis::connection& c, std::size_t count) {

@@ -154,7 +154,7 @@ class redis_queue {
 
  private:
   enum script_index : std::size_t {
-    enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired, read_events
+    enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired, read_events, take_jobs
   };
   task<redis::response> run(redis::connection& c, script_index s, std::vector<std::string> keys,
                             std::vector<std::string> args);
@@ -165,9 +165,6 @@ class redis_queue {
   const std::chrono::milliseconds lease_;
   const std::uint64_t foreground_max_waiting_;
   std::size_t first_script_ = 0;
-  // One stream's part of take() and claim_stale().
-  task<bool> take_from(redis::connection& c, const std::string& stream, std::size_t count, std::vector<queued_job>& out,
-                       redis_failure& failure);
 };
 
 // The SSE text of a stored error event (the Responses API's `error` event).

@@ -124,6 +124,37 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 )lua";
 
+// KEYS[1] the foreground stream, KEYS[2] the background one (one hash tag); ARGV: group, consumer,
+// at most this many. New entries for the consumer, foreground ones first, never more than asked:
+// {stream index (1 or 2), entry id, response id, ...}. -1 when a consumer group is missing (Redis
+// lost it).
+constexpr std::string_view take_lua = R"lua(
+local want = tonumber(ARGV[3])
+local out = {}
+for s = 1, 2 do
+  if want <= 0 then break end
+  local ok, r = pcall(redis.call, 'XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', want, 'STREAMS', KEYS[s], '>')
+  if not ok then
+    if string.find(tostring(r.err or r), 'NOGROUP') then return -1 end
+    return redis.error_reply(tostring(r.err or r))
+  end
+  if r then
+    for _, e in ipairs(r[1][2]) do
+      local f = e[2]
+      for i = 1, #f, 2 do
+        if f[i] == 'id' then
+          out[#out + 1] = s
+          out[#out + 1] = e[1]
+          out[#out + 1] = f[i + 1]
+          want = want - 1
+        end
+      end
+    end
+  end
+end
+return out
+)lua";
+
 }  // namespace
 
 std::vector<redis::script> redis_queue::scripts() {
@@ -136,7 +167,8 @@ std::vector<redis::script> redis_queue::scripts() {
           redis::script::make("job_lost", std::string(lose_lua)),
           redis::script::make("job_leases", std::string(lease_lua)),
           redis::script::make("job_leases_expired", std::string(expired_lua)),
-          redis::script::make("response_read", std::string(read_lua))};
+          redis::script::make("response_read", std::string(read_lua)),
+          redis::script::make("jobs_take", std::string(take_lua))};
 }
 
 }  // namespace sluice::jobs
