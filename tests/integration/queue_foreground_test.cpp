@@ -196,3 +196,20 @@ TEST_F(QueueForeground, PubSubTellsTheWorkerAndTheFrontSoNeitherWaitsForItsPoll)
     EXPECT_LT(took, 900ms) << (stream ? "stream" : "whole") << ": the answer waited for a poll";
   }
 }
+
+TEST_F(QueueForeground, AFrontKilledMidStreamLeavesItsJobOrphanedAndTheWorkerStopsIt) {
+  auto a = bare_front();
+  auto w = worker({"--orphan-timeout", "300ms"});
+  std::thread client([port = a->port] {
+    (void)test::call(port, verb::post, "/v1/chat/completions", test::chat_body(true),
+                     {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "20ms"}});
+  });
+  ASSERT_LT(test::wait_until([&] { return sim->snapshot().active_streams == 1; }, 10s), 10s);
+  ::kill(a->p.pid(), SIGKILL);  // no one reads the job's log any more
+  client.join();
+  const auto took = test::wait_until([&] { return sim->snapshot().streams_aborted == 1; }, 10s);
+  EXPECT_LT(took, 5s) << "stopped once no front read it for orphan-timeout (300 ms)";
+  EXPECT_LT(test::wait_until([&] { return w->metric("sluice_jobs_orphaned_total") == 1; }, 5s), 5s);
+  EXPECT_TRUE(w->logged("foreground job no longer read by its front"));
+  EXPECT_LT(test::wait_until([&] { return w->metric("sluice_jobs_total{state=\"cancelled\"}") == 1; }, 5s), 5s);
+}
