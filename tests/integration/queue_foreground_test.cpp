@@ -90,11 +90,15 @@ TEST_F(QueueForeground, AFrontWithNoUpstreamServesStreamsAndWholeAnswersThroughA
   // An upstream's error answer reaches the client as the upstream gave it (the worker relays it).
   auto bad = test::call(a->port, verb::post, "/v1/chat/completions", test::chat_body(false), {{"x-sim-status", "429"}});
   EXPECT_EQ(bad.result_int(), 429u) << bad.body();
+  // GET /v1/models too: the worker's upstream lists them.
+  auto models = test::call(a->port, verb::get, "/v1/models");
+  ASSERT_EQ(models.result_int(), 200u) << models.body();
+  EXPECT_TRUE(boost::json::parse(models.body()).at("data").is_array()) << models.body();
   a->p.pump(0);
-  EXPECT_EQ(a->metric("sluice_foreground_jobs_total{result=\"completed\"}"), 4);
+  EXPECT_EQ(a->metric("sluice_foreground_jobs_total{result=\"completed\"}"), 5);
   EXPECT_EQ(a->metric_sum("sluice_upstream_requests_total"), 0) << "the front never tried its own upstream";
-  EXPECT_GE(w->metric_sum("sluice_upstream_requests_total"), 4) << "(the sum sees the worker's)";
-  EXPECT_EQ(w->metric("sluice_jobs_total{state=\"completed\"}"), 4);
+  EXPECT_GE(w->metric_sum("sluice_upstream_requests_total"), 5) << "(the sum sees the worker's)";
+  EXPECT_EQ(w->metric("sluice_jobs_total{state=\"completed\"}"), 5);
   // A foreground job is no stored response: its id is unknown to GET (here while it runs).
   std::string job_id;
   std::thread slow([&] {
