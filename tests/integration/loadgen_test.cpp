@@ -22,7 +22,7 @@
 
 using namespace sluice;
 using namespace std::chrono_literals;
-namespace http = boost::beast::http;
+namespace bhttp = boost::beast::http;
 
 namespace {
 
@@ -83,9 +83,9 @@ class sse_server {
 
   static task<void> session(tcp::socket sock, sse_server* self) {
     boost::beast::flat_buffer buf;
-    http::request<http::string_body> req;
+    bhttp::request<bhttp::string_body> req;
     error_code ec;
-    co_await http::async_read(sock, buf, req, ec_out(ec));
+    co_await bhttp::async_read(sock, buf, req, ec_out(ec));
     if (ec) co_return;
     ++self->requests;
     self->bump(self->requests_);

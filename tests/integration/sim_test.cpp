@@ -27,7 +27,7 @@
 
 using namespace sluice;
 using namespace std::chrono_literals;
-namespace http = boost::beast::http;
+namespace bhttp = boost::beast::http;
 namespace json = boost::json;
 
 namespace {
@@ -71,18 +71,18 @@ std::vector<std::string> event_data(std::string_view body) {
 }
 
 // Sends one request and reads the response; stops early once `stop_after_events` SSE events arrived.
-task<void> do_exchange(tcp::socket* s, boost::beast::flat_buffer* buf, http::request<http::string_body> req,
+task<void> do_exchange(tcp::socket* s, boost::beast::flat_buffer* buf, bhttp::request<bhttp::string_body> req,
                        std::size_t stop_after_events, reply* out) {
   error_code ec;
   req.prepare_payload();
-  co_await http::async_write(*s, req, ec_out(ec));
+  co_await bhttp::async_write(*s, req, ec_out(ec));
   if (ec) {
     out->ec = ec;
     co_return;
   }
-  http::response_parser<http::string_body> p;
+  bhttp::response_parser<bhttp::string_body> p;
   p.body_limit(boost::none);
-  co_await http::async_read_header(*s, *buf, p, ec_out(ec));
+  co_await bhttp::async_read_header(*s, *buf, p, ec_out(ec));
   if (ec) {
     out->ec = ec;
     co_return;
@@ -94,7 +94,7 @@ task<void> do_exchange(tcp::socket* s, boost::beast::flat_buffer* buf, http::req
     out->headers[name] = std::string(f.value());
   }
   while (!p.is_done()) {
-    co_await http::async_read_some(*s, *buf, p, ec_out(ec));
+    co_await bhttp::async_read_some(*s, *buf, p, ec_out(ec));
     if (ec) break;
     if (stop_after_events && count_events(p.get().body()) >= stop_after_events) break;
   }
@@ -110,12 +110,12 @@ class client {
     sock_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
   }
 
-  reply send(http::verb method, std::string target, std::string body = {},
+  reply send(bhttp::verb method, std::string target, std::string body = {},
              std::vector<std::pair<std::string, std::string>> headers = {}, std::size_t stop_after_events = 0,
              clock_type::duration limit = 10s) {
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    bhttp::request<bhttp::string_body> req{method, target, 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
     for (auto& [k, v] : headers) req.set(k, v);
     req.body() = std::move(body);
     reply out;
@@ -132,15 +132,15 @@ class client {
   }
   reply chat(std::vector<std::pair<std::string, std::string>> headers = {}, std::string body = chat_stream_body,
              std::size_t stop_after_events = 0, clock_type::duration limit = 10s) {
-    return send(http::verb::post, "/v1/chat/completions", std::move(body), std::move(headers), stop_after_events, limit);
+    return send(bhttp::verb::post, "/v1/chat/completions", std::move(body), std::move(headers), stop_after_events, limit);
   }
   void write_only(std::string body, std::vector<std::pair<std::string, std::string>> headers) {
-    http::request<http::string_body> req{http::verb::post, "/v1/chat/completions", 11};
-    req.set(http::field::host, "127.0.0.1");
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/chat/completions", 11};
+    req.set(bhttp::field::host, "127.0.0.1");
     for (auto& [k, v] : headers) req.set(k, v);
     req.body() = std::move(body);
     req.prepare_payload();
-    http::write(sock_, req);
+    bhttp::write(sock_, req);
   }
   void close() {
     error_code ec;
@@ -231,7 +231,7 @@ TEST_F(sim_fixture, TimedWaitsAreCountedWithTheirLateness) {
   auto quick = c.chat({{"x-sim-tokens", "4"}});
   ASSERT_TRUE(quick.complete);
   EXPECT_EQ(stats().timer_waits, 4u);
-  auto st = c.send(http::verb::get, "/sim/stats");
+  auto st = c.send(bhttp::verb::get, "/sim/stats");
   auto sv = json::parse(st.body).as_object();
   EXPECT_EQ(sv.at("timer_waits").as_int64(), 4);
   for (auto key : {"timer_late_1ms", "timer_late_10ms", "timer_late_100ms", "timer_late_sum_us", "timer_late_max_us"})
@@ -301,7 +301,7 @@ TEST_F(sim_fixture, StreamWithUsageAndLegacyCompletions) {
   EXPECT_EQ(usage.at("usage").as_object().at("completion_tokens").as_int64(), 3);
   EXPECT_EQ(ev[6], "[DONE]");
 
-  auto legacy = c.send(http::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc","stream":true})",
+  auto legacy = c.send(bhttp::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc","stream":true})",
                        {{"x-sim-tokens", "2"}});
   ASSERT_TRUE(legacy.complete);
   auto lev = event_data(legacy.body);
@@ -324,7 +324,7 @@ TEST_F(sim_fixture, NonStreamShapes) {
   EXPECT_EQ(v.at("usage").as_object().at("total_tokens").as_int64(),
             v.at("usage").as_object().at("prompt_tokens").as_int64() + 4);
 
-  auto legacy = c.send(http::verb::post, "/v1/completions", R"({"model":"m","prompt":["a","b"]})");
+  auto legacy = c.send(bhttp::verb::post, "/v1/completions", R"({"model":"m","prompt":["a","b"]})");
   ASSERT_TRUE(legacy.complete);
   EXPECT_EQ(json::parse(legacy.body).as_object().at("object").as_string(), "text_completion");
   EXPECT_EQ(stats().streams_started, 0u) << "non-stream responses are not streams";
@@ -347,14 +347,14 @@ TEST_F(sim_fixture, ModelsStatsAndErrors) {
   o.models = {"alpha", "beta"};
   start(o);
   client c(port);
-  auto models = c.send(http::verb::get, "/v1/models");
+  auto models = c.send(bhttp::verb::get, "/v1/models");
   ASSERT_EQ(models.status, 200u);
   auto list = json::parse(models.body).as_object();
   EXPECT_EQ(list.at("object").as_string(), "list");
   ASSERT_EQ(list.at("data").as_array().size(), 2u);
   EXPECT_EQ(list.at("data").as_array()[0].as_object().at("id").as_string(), "alpha");
 
-  auto missing = c.send(http::verb::get, "/v1/nothing");
+  auto missing = c.send(bhttp::verb::get, "/v1/nothing");
   EXPECT_EQ(missing.status, 404u);
   EXPECT_EQ(error_of(missing).at("type").as_string(), "invalid_request_error");
 
@@ -369,10 +369,10 @@ TEST_F(sim_fixture, ModelsStatsAndErrors) {
   auto bad_header = c.chat({{"x-sim-ttft", "soon"}});
   EXPECT_EQ(bad_header.status, 400u);
 
-  auto wrong_method = c.send(http::verb::get, "/v1/chat/completions");
+  auto wrong_method = c.send(bhttp::verb::get, "/v1/chat/completions");
   EXPECT_EQ(wrong_method.status, 405u);
 
-  auto st = c.send(http::verb::get, "/sim/stats", {}, {{"authorization", "Bearer sk-secret"}});
+  auto st = c.send(bhttp::verb::get, "/sim/stats", {}, {{"authorization", "Bearer sk-secret"}});
   ASSERT_EQ(st.status, 200u);
   EXPECT_EQ(st.body.find("sk-secret"), std::string::npos);
   auto sv = json::parse(st.body).as_object();
@@ -560,8 +560,8 @@ TEST_F(sim_fixture, RateLimitRpmCountsDownThenRefusesWithRetryAfter) {
   client c(port);
   // Every completion route counts against the one process-wide bucket, streams included.
   std::vector<reply> ok{c.chat(),
-                        c.send(http::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc"})"),
-                        c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi","stream":true})")};
+                        c.send(bhttp::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc"})"),
+                        c.send(bhttp::verb::post, "/v1/responses", R"({"model":"m","input":"hi","stream":true})")};
   for (std::size_t i = 0; i < ok.size(); ++i) {
     ASSERT_EQ(ok[i].status, 200u) << i << ok[i].body;
     EXPECT_EQ(ok[i].headers["x-ratelimit-limit-requests"], "3");
@@ -569,7 +569,7 @@ TEST_F(sim_fixture, RateLimitRpmCountsDownThenRefusesWithRetryAfter) {
     EXPECT_FALSE(ok[i].headers["x-ratelimit-reset-requests"].empty());
     EXPECT_EQ(ok[i].headers.count("x-ratelimit-limit-tokens"), 0u) << "no token limit configured";
   }
-  EXPECT_EQ(c.send(http::verb::get, "/v1/models").status, 200u) << "only completions are limited";
+  EXPECT_EQ(c.send(bhttp::verb::get, "/v1/models").status, 200u) << "only completions are limited";
 
   client other(port);  // another connection, maybe another worker thread: the same bucket
   auto r = other.chat();
@@ -636,7 +636,7 @@ double series_value(const std::string& text, const std::string& series) {
 TEST_F(sim_fixture, MetricsShowRunningRequestsAndSettableEngineValues) {
   start();
   client probe(port);
-  auto idle = probe.send(http::verb::get, "/metrics");
+  auto idle = probe.send(bhttp::verb::get, "/metrics");
   ASSERT_EQ(idle.status, 200u);
   EXPECT_EQ(idle.headers["content-type"], "text/plain; version=0.0.4");
   EXPECT_EQ(series_value(idle.body, "vllm:num_requests_running"), 0);
@@ -646,17 +646,17 @@ TEST_F(sim_fixture, MetricsShowRunningRequestsAndSettableEngineValues) {
   client slow(port);
   auto head = slow.chat({{"x-sim-tokens", "1000"}, {"x-sim-token-delay", "20ms"}}, chat_stream_body, 2);
   ASSERT_FALSE(head.complete);
-  auto busy = probe.send(http::verb::get, "/metrics");
+  auto busy = probe.send(bhttp::verb::get, "/metrics");
   EXPECT_EQ(series_value(busy.body, "vllm:num_requests_running"), 1) << busy.body;
   EXPECT_EQ(series_value(busy.body, "llamacpp:requests_processing"), 1);
 
-  auto set = probe.send(http::verb::post, "/sim/control",
+  auto set = probe.send(bhttp::verb::post, "/sim/control",
                         R"({"engine":{"waiting":5,"kv_cache_usage":0.25,"deferred":2}})");
   ASSERT_EQ(set.status, 200u) << set.body;
   auto state = json::parse(set.body).as_object();
   EXPECT_EQ(state.at("engine").as_object().at("waiting").as_int64(), 5);
   EXPECT_EQ(state.at("engine").as_object().at("kv_cache_usage").to_number<double>(), 0.25);
-  auto m = probe.send(http::verb::get, "/metrics");
+  auto m = probe.send(bhttp::verb::get, "/metrics");
   EXPECT_EQ(series_value(m.body, "vllm:num_requests_waiting"), 5);
   EXPECT_EQ(series_value(m.body, "vllm:gpu_cache_usage_perc"), 0.25);
   EXPECT_EQ(series_value(m.body, "vllm:kv_cache_usage_perc"), 0.25);
@@ -668,7 +668,7 @@ TEST_F(sim_fixture, MetricsShowRunningRequestsAndSettableEngineValues) {
   EXPECT_TRUE(eventually([&] { return stats().completions_running == 0; }, prompt_notice));
   ASSERT_EQ(probe.chat().status, 200u);
   ASSERT_EQ(probe.chat({}, R"({"model":"sim-1","messages":[{"role":"user","content":"x"}]})").status, 200u);
-  auto after = probe.send(http::verb::get, "/metrics");
+  auto after = probe.send(bhttp::verb::get, "/metrics");
   EXPECT_EQ(series_value(after.body, "vllm:num_requests_running"), 0);
   EXPECT_EQ(series_value(after.body, "vllm:request_success_total"), 2) << "the aborted stream did not succeed";
 
@@ -704,7 +704,7 @@ TEST_F(sim_fixture, MetricsShowRunningRequestsAndSettableEngineValues) {
 TEST_F(sim_fixture, ScriptAnswersTheNextRequestsInOrderThenNormal) {
   start();
   client c(port);
-  auto posted = c.send(http::verb::post, "/sim/control",
+  auto posted = c.send(bhttp::verb::post, "/sim/control",
                        R"({"script":[{"fault":"429","retry_after":"1500ms"},{"fault":"5xx"},{"fault":"none"}]})");
   ASSERT_EQ(posted.status, 200u) << posted.body;
   EXPECT_EQ(json::parse(posted.body).as_object().at("script_remaining").as_int64(), 3);
@@ -715,12 +715,12 @@ TEST_F(sim_fixture, ScriptAnswersTheNextRequestsInOrderThenNormal) {
   EXPECT_EQ(first.headers["retry-after"], "2");
   EXPECT_EQ(first.headers["retry-after-ms"], "1500");
   // Other routes take no entry.
-  EXPECT_EQ(c.send(http::verb::get, "/v1/models").status, 200u);
-  EXPECT_EQ(c.send(http::verb::get, "/metrics").status, 200u);
-  EXPECT_EQ(c.send(http::verb::get, "/sim/control").status, 200u);
+  EXPECT_EQ(c.send(bhttp::verb::get, "/v1/models").status, 200u);
+  EXPECT_EQ(c.send(bhttp::verb::get, "/metrics").status, 200u);
+  EXPECT_EQ(c.send(bhttp::verb::get, "/sim/control").status, 200u);
   EXPECT_EQ(server->script_remaining(), 2u);
 
-  EXPECT_EQ(c.send(http::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc"})").status, 500u);
+  EXPECT_EQ(c.send(bhttp::verb::post, "/v1/completions", R"({"model":"m","prompt":"abc"})").status, 500u);
   // The entry applies on top of the request's own headers: "none" beats x-sim-fault: 5xx.
   auto third = c.chat({{"x-sim-fault", "5xx"}});
   EXPECT_EQ(third.status, 200u);
@@ -782,7 +782,7 @@ TEST_F(sim_fixture, ToolCallsChatAndResponses) {
   EXPECT_EQ(body.at("choices").at(0).at("finish_reason"), "tool_calls");
   EXPECT_EQ(body.at("choices").at(0).at("message").at("tool_calls").at(0).at("function").at("arguments"), "{}");
 
-  auto resp = c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi","stream":true})",
+  auto resp = c.send(bhttp::verb::post, "/v1/responses", R"({"model":"m","input":"hi","stream":true})",
                      {{"x-sim-tool-call", "lookup"}});
   ASSERT_TRUE(resp.complete);
   EXPECT_NE(resp.body.find("event: response.function_call_arguments.delta\n"), std::string::npos) << resp.body;
@@ -797,20 +797,20 @@ TEST_F(sim_fixture, ToolCallsChatAndResponses) {
   EXPECT_EQ(last.at("usage").at("output_tokens"), 1);
 
   ASSERT_TRUE(server->control(R"({"script":[{"tool_call":"scripted","content":"{\"a\":true}"}]})").has_value());
-  auto scripted = c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi"})");
+  auto scripted = c.send(bhttp::verb::post, "/v1/responses", R"({"model":"m","input":"hi"})");
   ASSERT_EQ(scripted.status, 200u);
   auto item = json::parse(scripted.body).at("output").at(0);
   EXPECT_EQ(item.at("name"), "scripted");
   EXPECT_EQ(item.at("arguments"), R"({"a":true})");
-  EXPECT_EQ(c.send(http::verb::post, "/v1/responses", R"({"model":"m","input":"hi"})", {{"x-sim-tool-call", "a b"}}).status,
+  EXPECT_EQ(c.send(bhttp::verb::post, "/v1/responses", R"({"model":"m","input":"hi"})", {{"x-sim-tool-call", "a b"}}).status,
             400u);
 }
 
 TEST_F(sim_fixture, BadControlBodyIs400AndAppendsNothing) {
   start();
   client c(port);
-  ASSERT_EQ(c.send(http::verb::post, "/sim/control", R"({"script":[{"status":502}]})").status, 200u);
-  auto bad = c.send(http::verb::post, "/sim/control",
+  ASSERT_EQ(c.send(bhttp::verb::post, "/sim/control", R"({"script":[{"status":502}]})").status, 200u);
+  auto bad = c.send(bhttp::verb::post, "/sim/control",
                     R"({"engine":{"waiting":7},"script":[{"fault":"429"},{"fault":"explode"}]})");
   ASSERT_EQ(bad.status, 400u);
   auto e = error_of(bad);
@@ -818,15 +818,15 @@ TEST_F(sim_fixture, BadControlBodyIs400AndAppendsNothing) {
   EXPECT_NE(std::string(e.at("message").as_string()).find("script[1].fault"), std::string::npos);
   EXPECT_EQ(server->script_remaining(), 1u) << "nothing appended";
 
-  auto state = c.send(http::verb::get, "/sim/control");
+  auto state = c.send(bhttp::verb::get, "/sim/control");
   ASSERT_EQ(state.status, 200u);
   auto v = json::parse(state.body).as_object();
   EXPECT_EQ(v.at("script_remaining").as_int64(), 1);
   EXPECT_EQ(v.at("engine").as_object().at("waiting").as_int64(), 0) << "nothing of a bad body applies";
 
-  EXPECT_EQ(c.send(http::verb::post, "/sim/control", "{not json").status, 400u);
-  EXPECT_EQ(c.send(http::verb::post, "/sim/control", R"({"engine":{"kv_cache_usage":2}})").status, 400u);
-  EXPECT_EQ(c.send(http::verb::put, "/sim/control", "{}").status, 405u);
+  EXPECT_EQ(c.send(bhttp::verb::post, "/sim/control", "{not json").status, 400u);
+  EXPECT_EQ(c.send(bhttp::verb::post, "/sim/control", R"({"engine":{"kv_cache_usage":2}})").status, 400u);
+  EXPECT_EQ(c.send(bhttp::verb::put, "/sim/control", "{}").status, 405u);
   auto api = server->control(R"({"script":[{"ttft":"soon"}]})");
   ASSERT_FALSE(api.has_value());
   EXPECT_EQ(api.err().param, "script[0].ttft");
@@ -835,13 +835,13 @@ TEST_F(sim_fixture, BadControlBodyIs400AndAppendsNothing) {
   std::string many = R"({"script":[)";
   for (int i = 0; i < 10'000; ++i) many += i ? ",{}" : "{}";
   many += "]}";
-  auto full = c.send(http::verb::post, "/sim/control", many);
+  auto full = c.send(bhttp::verb::post, "/sim/control", many);
   EXPECT_EQ(full.status, 400u);
   EXPECT_EQ(server->script_remaining(), 1u);
-  auto cleared = c.send(http::verb::post, "/sim/control", R"({"clear":true})" );
+  auto cleared = c.send(bhttp::verb::post, "/sim/control", R"({"clear":true})" );
   ASSERT_EQ(cleared.status, 200u);
   EXPECT_EQ(json::parse(cleared.body).as_object().at("script_remaining").as_int64(), 0);
-  EXPECT_EQ(c.send(http::verb::post, "/sim/control", many).status, 200u) << "exactly the bound fits";
+  EXPECT_EQ(c.send(bhttp::verb::post, "/sim/control", many).status, 200u) << "exactly the bound fits";
   EXPECT_EQ(server->script_remaining(), 10'000u);
   EXPECT_EQ(stats().completion_requests, 0u);
 }
@@ -860,8 +860,8 @@ task<void> one_stream(std::uint16_t port, int* done, int* failed) {
     co_return;
   }
   reply out;
-  http::request<http::string_body> req{http::verb::post, "/v1/chat/completions", 11};
-  req.set(http::field::host, "127.0.0.1");
+  bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/chat/completions", 11};
+  req.set(bhttp::field::host, "127.0.0.1");
   // Long enough (~1.1 s) that the streams overlap even when connecting them all takes a while (a
   // sanitizer build on a busy machine needs most of a second for 2,000): tokens keep their
   // schedule, so a slow start does not stretch a stream.

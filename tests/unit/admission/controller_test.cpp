@@ -18,12 +18,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint64_t big_budget = std::uint64_t{1} << 40;
+constexpr std::uint64_t ample_budget = std::uint64_t{1} << 40;
 
 struct controller_test : ::testing::Test {
   net::io_context ctx;
   fake_rss rss;
-  memory_budget budget{big_budget, 0.9, 0.8, rss.fn()};
+  memory_budget budget{ample_budget, 0.9, 0.8, rss.fn()};
   manual_clock clock;
 
   options opts(std::uint64_t max_streams, std::uint64_t depth = 16, duration timeout = 1h) {
@@ -191,7 +191,7 @@ TEST_F(controller_test, TryAdmitNowGrantsOnlyWithoutWaitingOrOvertaking) {
   c.set_draining(true);
   EXPECT_FALSE(c.try_admit_now(0).has_value()) << "draining admits nothing";
   c.set_draining(false);
-  EXPECT_FALSE(c.try_admit_now(big_budget * 2).has_value()) << "bytes that can never fit";
+  EXPECT_FALSE(c.try_admit_now(ample_budget * 2).has_value()) << "bytes that can never fit";
 }
 
 TEST_F(controller_test, QueueFullIsRefusedAtOnce) {

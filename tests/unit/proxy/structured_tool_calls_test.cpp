@@ -13,7 +13,7 @@ namespace json = boost::json;
 
 namespace {
 
-output_contract contract(api which, schema_policy p, std::uint32_t n = 1) {
+output_contract city_contract(api which, schema_policy p, std::uint32_t n = 1) {
   static schema::schema_cache cache;
   output_schema_request w;
   w.schema = json::parse(R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})");
@@ -27,7 +27,7 @@ output_contract contract(api which, schema_policy p, std::uint32_t n = 1) {
   return **c;
 }
 
-json::object obj(const std::string& s) { return json::parse(s).as_object(); }
+json::object as_obj(const std::string& s) { return json::parse(s).as_object(); }
 
 const std::string kToolMessage =
     R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]})";
@@ -35,7 +35,7 @@ const std::string kToolMessage =
 }  // namespace
 
 TEST(StructuredToolCalls, WholeChatToolCallIsSkipped) {
-  auto c = contract(api::chat_completions, schema_policy::reject);
+  auto c = city_contract(api::chat_completions, schema_policy::reject);
   auto v = check_whole(c, R"({"choices":[{"index":0,"message":)" + kToolMessage + R"(,"finish_reason":"tool_calls"}]})");
   EXPECT_FALSE(v);
   EXPECT_TRUE(v.tool_calls);
@@ -51,7 +51,7 @@ TEST(StructuredToolCalls, WholeChatToolCallIsSkipped) {
 }
 
 TEST(StructuredToolCalls, WholeChatTextChoicesBesideAToolCallAreJudged) {
-  auto c = contract(api::chat_completions, schema_policy::reject, 2);
+  auto c = city_contract(api::chat_completions, schema_policy::reject, 2);
   auto good = check_whole(c, R"({"choices":[{"index":0,"message":)" + kToolMessage +
                                  R"(},{"index":1,"message":{"content":"{\"city\":\"Oslo\"}"}}]})");
   EXPECT_FALSE(good);
@@ -64,7 +64,7 @@ TEST(StructuredToolCalls, WholeChatTextChoicesBesideAToolCallAreJudged) {
 }
 
 TEST(StructuredToolCalls, WholeResponsesFunctionCallIsSkipped) {
-  auto c = contract(api::responses, schema_policy::annotate);
+  auto c = city_contract(api::responses, schema_policy::annotate);
   auto v = check_whole(
       c, R"({"status":"completed","output":[{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}]})");
   EXPECT_FALSE(v);
@@ -75,53 +75,53 @@ TEST(StructuredToolCalls, WholeResponsesFunctionCallIsSkipped) {
 }
 
 TEST(StructuredToolCalls, ChatStreamToolCallIsNotAViolation) {
-  auto c = contract(api::chat_completions, schema_policy::reject);
+  auto c = city_contract(api::chat_completions, schema_policy::reject);
   stream_check chk(c);
-  EXPECT_FALSE(chk.on_event(obj(
+  EXPECT_FALSE(chk.on_event(as_obj(
       R"({"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]})")));
-  EXPECT_FALSE(chk.on_event(obj(
+  EXPECT_FALSE(chk.on_event(as_obj(
       R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":null}]})")));
-  EXPECT_FALSE(chk.on_event(obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})")));
+  EXPECT_FALSE(chk.on_event(as_obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})")));
   EXPECT_TRUE(chk.finished());
   EXPECT_FALSE(chk.on_done());
   EXPECT_FALSE(chk.verdict().has_value());
   EXPECT_TRUE(chk.full_verdict().tool_calls);
 
   // finish_reason "tool_calls" alone marks the call too; annotate reports the skip.
-  auto a = contract(api::chat_completions, schema_policy::annotate);
+  auto a = city_contract(api::chat_completions, schema_policy::annotate);
   stream_check ann(a);
-  EXPECT_FALSE(ann.on_event(obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})")));
+  EXPECT_FALSE(ann.on_event(as_obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})")));
   EXPECT_EQ(ann.final_event(), "event: sluice.schema\ndata: {\"valid\":true,\"skipped\":\"tool_calls\"}\n\n");
 
   // A text stream that ends with "stop" and no document is still a violation.
   stream_check text(c);
-  auto e = text.on_event(obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})"));
+  auto e = text.on_event(as_obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})"));
   EXPECT_TRUE(e.has_value());
 }
 
 TEST(StructuredToolCalls, ChatStreamTextChoiceBesideAToolCallIsJudged) {
-  auto c = contract(api::chat_completions, schema_policy::annotate, 2);
+  auto c = city_contract(api::chat_completions, schema_policy::annotate, 2);
   stream_check chk(c);
-  EXPECT_FALSE(chk.on_event(obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})")));
-  EXPECT_FALSE(chk.on_event(obj(R"({"choices":[{"index":1,"delta":{"content":"{}"},"finish_reason":"stop"}]})")));
+  EXPECT_FALSE(chk.on_event(as_obj(R"({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]})")));
+  EXPECT_FALSE(chk.on_event(as_obj(R"({"choices":[{"index":1,"delta":{"content":"{}"},"finish_reason":"stop"}]})")));
   EXPECT_TRUE(chk.verdict().has_value());
   EXPECT_EQ(chk.full_verdict().choice, 1u);
   EXPECT_FALSE(chk.full_verdict().tool_calls);
 }
 
 TEST(StructuredToolCalls, ResponsesStreamFunctionCallIsNotAViolation) {
-  auto c = contract(api::responses, schema_policy::reject);
+  auto c = city_contract(api::responses, schema_policy::reject);
   stream_check chk(c);
-  EXPECT_FALSE(chk.on_event(obj(R"({"type":"response.created","response":{}})")));
-  EXPECT_FALSE(chk.on_event(obj(
+  EXPECT_FALSE(chk.on_event(as_obj(R"({"type":"response.created","response":{}})")));
+  EXPECT_FALSE(chk.on_event(as_obj(
       R"({"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","arguments":"","name":"f"}})")));
-  EXPECT_FALSE(chk.on_event(obj(R"({"type":"response.function_call_arguments.delta","delta":"{}"})")));
-  EXPECT_FALSE(chk.on_event(obj(R"({"type":"response.completed","response":{}})")));
+  EXPECT_FALSE(chk.on_event(as_obj(R"({"type":"response.function_call_arguments.delta","delta":"{}"})")));
+  EXPECT_FALSE(chk.on_event(as_obj(R"({"type":"response.completed","response":{}})")));
   EXPECT_TRUE(chk.finished());
   EXPECT_FALSE(chk.verdict().has_value());
   EXPECT_TRUE(chk.full_verdict().tool_calls);
   // A message item is judged as before.
   stream_check msg(c);
-  EXPECT_FALSE(msg.on_event(obj(R"({"type":"response.output_item.added","item":{"type":"message"}})")));
-  EXPECT_TRUE(msg.on_event(obj(R"({"type":"response.completed","response":{}})")).has_value());
+  EXPECT_FALSE(msg.on_event(as_obj(R"({"type":"response.output_item.added","item":{"type":"message"}})")));
+  EXPECT_TRUE(msg.on_event(as_obj(R"({"type":"response.completed","response":{}})")).has_value());
 }
