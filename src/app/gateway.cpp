@@ -36,13 +36,27 @@ std::vector<std::string> authorizations(const serve_options& o, const std::strin
   return out;
 }
 
+}  // namespace
+
+result<tcp::endpoint> listen_endpoint(const std::string& listen) {
+  auto hp = config::parse_host_port(listen);
+  if (!hp) return std::move(hp).err();
+  error_code ec;
+  auto addr = net::ip::make_address(hp->host, ec);
+  if (ec) return error::make(errc::bad_request, "listen: '" + hp->host + "' is not an IP address");
+  return tcp::endpoint{addr, hp->port};
+}
+
+namespace {
 void report_bug(std::string_view group, std::string_view task, std::string_view what) {
   obs::log_error("bug: a coroutine let an exception escape", {{"group", group}, {"task", task}, {"error", what}});
 }
 }  // namespace
 
-gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source)
+gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source,
+                 pod_link pod)
     : opts_(finished(std::move(opts))),
+      pod_(pod),
       redis_tasks_("redis", report_bug),
       job_slots_("job slots", report_bug),
       background_("gateway background", report_bug),
@@ -62,6 +76,9 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   for (const auto& u : opts_.routing.upstreams) any_tls = any_tls || u.engine_metrics.rfind("https://", 0) == 0;
   if (any_tls) tls_ = upstream::make_tls_context();
 
+  // A worker of --processes N holds the pod's memory (the sum of the workers' RSS) to the budget,
+  // which is the pod's (the cgroup limit), so every worker sheds and resets on the same reading.
+  if (!rss_source && pod_) rss_source = [pod = pod_] { return pod.sample_rss(); };
   budget_ = std::make_unique<admission::memory_budget>(opts_.admission, std::move(rss_source));
   admission_ = std::make_unique<admission::controller>(opts_.admission, *budget_);
   if (!opts_.admission.keys_file.empty()) {
@@ -166,6 +183,10 @@ void gateway::register_metrics() {
        std::initializer_list<std::shared_ptr<const prometheus::Collectable>>{
            request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_, jobs_metrics_})
     metrics_.add_collectable(c);
+  if (pod_) {
+    pod_metrics_ = std::make_shared<pod_metrics>(*pod_.pod);
+    metrics_.add_collectable(pod_metrics_);
+  }
   if (redis_) {
     metrics_.add_collectable(redis_->metrics_collectable());
     metrics_.add_collectable(shared_metrics_);
@@ -175,19 +196,23 @@ void gateway::register_metrics() {
 
 gateway::~gateway() { stop(); }
 
-result<tcp::endpoint> gateway::start() {
-  auto hp = config::parse_host_port(opts_.http.listen);
-  if (!hp) return std::move(hp).err();
-  error_code ec;
-  auto addr = net::ip::make_address(hp->host, ec);
-  if (ec) return error::make(errc::bad_request, "listen: '" + hp->host + "' is not an IP address");
-  tcp::endpoint ep{addr, hp->port};
+result<tcp::endpoint> gateway::start(int inherited_listener) {
   tcp::endpoint bound;
-  for (auto& w : workers_) {
-    auto r = w.server->listen(ep);
-    if (!r) return std::move(r).err();
-    bound = *r;
-    ep.port(bound.port());  // port 0: every other thread joins the port the first one got
+  if (inherited_listener >= 0) {
+    for (auto& w : workers_) {
+      auto r = w.server->adopt(inherited_listener);
+      if (!r) return std::move(r).err();
+      bound = *r;
+    }
+  } else {
+    auto ep = listen_endpoint(opts_.http.listen);
+    if (!ep) return std::move(ep).err();
+    for (auto& w : workers_) {
+      auto r = w.server->listen(*ep);
+      if (!r) return std::move(r).err();
+      bound = *r;
+      ep->port(bound.port());  // port 0: every other thread joins the port the first one got
+    }
   }
   runtime::raise_fd_limit();
   sample_memory();
@@ -253,6 +278,19 @@ void gateway::drain() {
   std::this_thread::sleep_for(opts_.drain_delay);
   for (auto& w : workers_) w.server->stop_accepting();
   admission_->set_draining(true);  // queued requests are refused; running streams go on
+  finish_streams();
+}
+
+void gateway::retire() {
+  if (!started_ || stopped_) return;
+  drain_.retiring = true;
+  for (auto& w : workers_) w.server->stop_accepting();
+  obs::log_info("retiring: a reload started this worker's successor; finishing its streams",
+                {{"streams", stream_metrics_->streams_active().value()}});
+  finish_streams();
+}
+
+void gateway::finish_streams() {
   auto& active = stream_metrics_->streams_active();
   if (!active.wait_zero_until(std::chrono::steady_clock::now() + opts_.drain_timeout)) {
     obs::log_warn("drain timeout: ending the remaining streams in-band", {{"streams", active.value()}});

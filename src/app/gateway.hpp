@@ -14,6 +14,7 @@
 #include "admission/memory_budget.hpp"
 #include "admission/shared_key_limits.hpp"
 #include "admission/stream_registry.hpp"
+#include "app/pod.hpp"
 #include "app/serve_options.hpp"
 #include "core/error.hpp"
 #include "admission/metrics.hpp"
@@ -40,20 +41,32 @@
 
 namespace sluice::app {
 
+// The address of a `listen` option ("HOST:PORT", an IP literal).
+result<tcp::endpoint> listen_endpoint(const std::string& listen);
+
 class gateway {
  public:
   // `upstream_key` is the key value itself (from the environment); empty for pass-through.
   // `rss_source` replaces the /proc RSS reading (tests fake memory pressure with it).
-  gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source = {});
+  // `pod`: this process is one worker of `--processes N` (its memory budget then holds the pod's
+  // summed RSS, and its /metrics shows the supervisor's counters).
+  gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source = {},
+          pod_link pod = {});
   ~gateway();
   gateway(const gateway&) = delete;
   gateway& operator=(const gateway&) = delete;
 
-  // Binds every worker thread's listener and starts serving. Returns the bound address.
-  result<tcp::endpoint> start();
+  // Binds every worker thread's listener and starts serving. Returns the bound address. With
+  // `inherited_listener` (a listening socket's descriptor, from the supervisor) every thread accepts
+  // on that socket instead of binding its own.
+  result<tcp::endpoint> start(int inherited_listener = -1);
   // The SIGTERM sequence: readiness fails at once; serve on for drain_delay; stop accepting; let
   // running streams finish for up to drain_timeout; end the rest with an in-band error; stop.
   void drain();
+  // A reload replaced this process (SIGUSR2 from the supervisor): stop accepting at once (the new
+  // workers accept on the same socket), answer what arrives on open connections with Connection:
+  // close, let running streams finish for up to drain_timeout, end the rest in-band; stop.
+  void retire();
   // Closes every connection and joins the threads. Idempotent.
   void stop();
 
@@ -85,12 +98,15 @@ class gateway {
   // Registers every component's metrics struct with metrics_.
   void register_metrics();
   void log_pressure(const admission::pressure_report& r) const;
+  // drain() and retire(): waits up to drain_timeout for the running streams, ends the rest.
+  void finish_streams();
   // --redis: whether Redis decides and the lease keeper (before the router: its budgets use them).
   void prepare_shared_limits();
   // --redis: the client, and the shared client-key limits.
   void build_shared_limits();
 
   serve_options opts_;  // routing finished: the upstream list is final
+  pod_link pod_;        // a worker of --processes N: the pod's shared segment and its row
   // --redis (docs/scale-out.md): whether Redis decides, the slots this replica holds, and what the
   // shared upstream budgets share (its settles are tasks: it outlives the pool's last run).
   std::unique_ptr<redis::availability> redis_health_;
@@ -120,6 +136,7 @@ class gateway {
   std::shared_ptr<proxy::upstream_metrics> upstream_metrics_;
   std::shared_ptr<admission::admission_metrics> admission_metrics_;
   std::shared_ptr<http::server_metrics> server_metrics_;
+  std::shared_ptr<pod_metrics> pod_metrics_;  // with pod_ only
   std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
   // Background responses (docs/queue.md): the in-process store and job queue, its metrics, and
   // the worker slots that run its jobs (cancelled at stop).

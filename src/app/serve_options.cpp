@@ -1,6 +1,11 @@
 #include "app/serve_options.hpp"
 
+#include <algorithm>
+#include <charconv>
+
+#include "app/pod.hpp"
 #include "config/option_table.hpp"
+#include "runtime/worker_pool.hpp"
 #include "upstream/url.hpp"
 
 namespace sluice::app {
@@ -16,7 +21,9 @@ void serve_options::register_options(config::option_table& t) {
   jobs.register_options(t);
   log.register_options(t);
   t.add_duration("drain-delay", "on SIGTERM: keep serving with readiness failing for this long", drain_delay)
-      .add_duration("drain-timeout", "then let running streams finish for at most this long", drain_timeout);
+      .add_duration("drain-timeout", "then let running streams finish for at most this long", drain_timeout)
+      .add("processes", "worker processes under a supervisor, all on the listen address (auto = one per core)",
+           processes);
 }
 
 result<void> serve_options::validate() const {
@@ -25,6 +32,7 @@ result<void> serve_options::validate() const {
     if (auto r = copy.finish_routing(); !r) return std::move(r).err();
   }
   if (auto a = config::parse_host_port(http.listen); !a) return std::move(a).err();
+  if (auto n = process_count(); !n) return std::move(n).err();
   if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
   if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");
   if (http.max_request_line_bytes < 256)
@@ -39,6 +47,16 @@ result<void> serve_options::validate() const {
   if (jobs.queue == jobs::queue_backend::redis && !redis.enabled())
     return error::make(errc::bad_request, "queue redis needs --redis (the Redis that holds the jobs and responses)");
   return ok;
+}
+
+result<std::size_t> serve_options::process_count() const {
+  if (processes == "auto") return std::min(runtime::default_threads(), pod_state::max_processes);
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(processes.data(), processes.data() + processes.size(), n);
+  if (ec != std::errc() || end != processes.data() + processes.size() || n < 1 || n > pod_state::max_processes)
+    return error::make(errc::bad_request, "processes: '" + processes + "' is not auto or a count from 1 to " +
+                                              std::to_string(pod_state::max_processes));
+  return n;
 }
 
 result<void> serve_options::finish_routing() {

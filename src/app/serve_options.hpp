@@ -30,6 +30,9 @@ struct serve_options {
   obs::log_options log;
   duration drain_delay = std::chrono::seconds(5);     // SIGTERM: keep serving (readiness failing) this long
   duration drain_timeout = std::chrono::seconds(30);  // then let running streams finish for at most this long
+  // Worker processes under a supervisor (docs/processes.md): "1" is one process and no supervisor,
+  // "auto" one per core, else a count up to pod_state::max_processes.
+  std::string processes = "1";
 
   void register_options(config::option_table& t);
   // Cross-field checks after loading (e.g. buffers, URLs). Errors name the option.
@@ -37,6 +40,8 @@ struct serve_options {
   // Folds `--upstream` flags into routing.upstreams (or the default one) and checks them; called
   // once by app::gateway. Idempotent.
   result<void> finish_routing();
+  // `processes` as a number (auto: the cores), or why it is not one.
+  result<std::size_t> process_count() const;
 };
 
 }  // namespace sluice::app

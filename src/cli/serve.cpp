@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "app/gateway.hpp"
+#include "app/supervisor.hpp"
 #include "observability/log.hpp"
 #include "cli/commands.hpp"
 #include "config/option_table.hpp"
@@ -25,24 +26,42 @@ struct serve_state {
   std::string config_file;
 };
 
+// The config file, then the flags (they win), checked.
+result<void> load(config::option_table& table, const std::string& config_file, const app::serve_options& opts) {
+  if (!config_file.empty())
+    if (auto r = table.apply_yaml_file(config_file); !r) return r;
+  if (auto r = table.apply_cli(); !r) return r;
+  return opts.validate();
+}
+
+// SIGHUP under a supervisor: the same file and flags read into fresh options.
+result<app::serve_options> load_again(const serve_state& st) {
+  app::serve_options opts;
+  config::option_table table;
+  opts.register_options(table);
+  table.adopt_cli_values(st.table);
+  if (auto r = load(table, st.config_file, opts); !r) return std::move(r).err();
+  return opts;
+}
+
 int run_serve(serve_state& st) {
-  if (!st.config_file.empty()) {
-    if (auto r = st.table.apply_yaml_file(st.config_file); !r) {
-      std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
-      return 2;
-    }
-  }
-  if (auto r = st.table.apply_cli(); !r) {
-    std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
-    return 2;
-  }
-  if (auto r = st.opts.validate(); !r) {
+  if (auto r = load(st.table, st.config_file, st.opts); !r) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 2;
   }
   if (auto r = obs::init_logging(st.opts.log); !r) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 2;
+  }
+  if (auto n = st.opts.process_count(); n && *n > 1) {
+    // A supervisor and its worker processes (docs/processes.md). Nothing here has started a thread.
+    if (auto r = app::check_startable(st.opts); !r) {
+      std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
+      return 2;
+    }
+    app::supervisor_settings settings;
+    settings.reload = [&st] { return load_again(st); };
+    return app::supervise(st.opts, std::move(settings));
   }
   const char* key = std::getenv(st.opts.upstream.key_env.c_str());
   std::unique_ptr<app::gateway> owned;

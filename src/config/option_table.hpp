@@ -59,6 +59,9 @@ class option_table {
   result<void> apply_yaml_map(const YAML::Node& map, std::string_view origin);
   // Applies the values captured by register_cli.
   result<void> apply_cli();
+  // Takes the command-line values another table captured (a table with the same options, registered
+  // in the same order: a config read again on SIGHUP keeps the flags the process started with).
+  void adopt_cli_values(const option_table& from) { cli_values_ = from.cli_values_; }
 
  private:
   std::vector<option_spec> specs_;

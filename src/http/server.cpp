@@ -1,10 +1,13 @@
 #include "http/server.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "observability/log.hpp"
 #include "runtime/worker_pool.hpp"
@@ -55,6 +58,24 @@ result<tcp::endpoint> server::listen(const tcp::endpoint& ep) {
                                            std::to_string(ep.port()) + ": " + ec.message());
   }
   return acceptor_.local_endpoint();
+}
+
+result<tcp::endpoint> server::adopt(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return error::make(errc::internal, std::string("inherited listener: ") + std::strerror(errno));
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return error::make(errc::internal, std::string("inherited listener: ") + std::strerror(errno));
+  error_code ec;
+  acceptor_.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), copy, ec);
+  if (ec) {
+    ::close(copy);
+    return error::make(errc::internal, "inherited listener: " + ec.message());
+  }
+  auto ep = acceptor_.local_endpoint(ec);
+  if (ec) return error::make(errc::internal, "inherited listener: " + ec.message());
+  return ep;
 }
 
 void server::start() {

@@ -50,6 +50,10 @@ class server {
   // Binds with SO_REUSEPORT so every worker thread can bind the same address. Returns the bound
   // endpoint (resolves port 0).
   result<tcp::endpoint> listen(const tcp::endpoint& ep);
+  // Accepts on a listening socket made by someone else (the supervisor of `--processes N`, whose
+  // workers all accept on the one socket they inherit): serves a duplicate of `fd`, which stays
+  // open for its owner. Returns the socket's address.
+  result<tcp::endpoint> adopt(int fd);
   // Spawns the accept loop and the watchdog on the server's io_context. Call it after the
   // descriptor limit was raised: the first server to start fixes the connection cap for all of them
   // from options().max_connections and the soft RLIMIT_NOFILE (logged once).

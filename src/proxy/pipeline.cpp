@@ -112,7 +112,8 @@ pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::
 
 bool pipeline::keep_alive(const http::request& req) const noexcept {
   // While draining, ask every client to reconnect (to another replica) after this response.
-  return req.keep_alive() && !cfg_.svc.drain.draining.load(std::memory_order_relaxed);
+  return req.keep_alive() && !cfg_.svc.drain.draining.load(std::memory_order_relaxed) &&
+         !cfg_.svc.drain.retiring.load(std::memory_order_relaxed);
 }
 
 // Kept to a small coroutine frame: this frame, like every frame on the way to the relay, lives as

@@ -98,8 +98,8 @@ task<void> redis_worker::pull_loop(runtime::task_group& group) {
   for (;;) {
     auto cs = co_await net::this_coro::cancellation_state;
     if (cancelled_now(cs)) co_return;
-    // Draining: no new jobs; what is queued stays queued for the other workers.
-    if (drain_.draining.load(std::memory_order_relaxed)) co_return;
+    // Draining or retiring: no new jobs; what is queued stays queued for the other workers.
+    if (drain_.draining.load(std::memory_order_relaxed) || drain_.retiring.load(std::memory_order_relaxed)) co_return;
     auto* c = redis_.current();
     const std::size_t busy = busy_.load(std::memory_order_relaxed);
     std::vector<jobs::queued_job> got;

@@ -29,6 +29,9 @@ class redis_worker;
 struct drain_state {
   std::atomic<bool> draining{false};  // readiness fails; responses say Connection: close
   std::atomic<bool> cutting{false};   // drain timeout passed: end remaining streams in-band
+  // A reload started this process's successor (--processes N): responses say Connection: close,
+  // so clients move to the new workers; readiness holds (the pod is still ready).
+  std::atomic<bool> retiring{false};
 };
 
 struct services {

@@ -1,0 +1,56 @@
+#include "app/pod.hpp"
+
+#include "runtime/worker_pool.hpp"
+
+namespace sluice::app {
+
+std::string_view to_string(worker_exit e) noexcept {
+  switch (e) {
+    case worker_exit::exit: return "exit";
+    case worker_exit::killed: return "killed";
+    case worker_exit::signal: return "signal";
+  }
+  return "exit";
+}
+
+std::uint64_t pod_state::rss_bytes() const noexcept {
+  std::uint64_t sum = 0;
+  for (const auto& w : workers)
+    if (w.pid.load(std::memory_order_relaxed) != 0) sum += w.rss_bytes.load(std::memory_order_relaxed);
+  return sum;
+}
+
+std::uint64_t pod_state::live_workers() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& w : workers) n += w.pid.load(std::memory_order_relaxed) != 0 ? 1 : 0;
+  return n;
+}
+
+std::size_t pod_link::sample_rss() const {
+  pod->workers[row].rss_bytes.store(runtime::read_rss_bytes(), std::memory_order_relaxed);
+  return static_cast<std::size_t>(pod->rss_bytes());
+}
+
+pod_metrics::pod_metrics(const pod_state& pod) {
+  const pod_state* p = &pod;
+  scraped("sluice_worker_processes", "Worker processes alive now (every generation).", {},
+          [p] { return static_cast<double>(p->live_workers()); });
+  scraped("sluice_worker_processes_configured", "Worker processes per generation (--processes).", {},
+          [p] { return static_cast<double>(p->processes.load(std::memory_order_relaxed)); });
+  for (std::size_t i = 0; i < worker_exit_kinds; ++i)
+    scraped("sluice_worker_exits_total", "Worker processes that ended without being asked to, by how.",
+            {{"reason", std::string(to_string(static_cast<worker_exit>(i)))}},
+            [p, i] { return static_cast<double>(p->exits[i].load(std::memory_order_relaxed)); });
+  scraped("sluice_worker_restarts_total", "Replacement worker processes started by the supervisor.", {},
+          [p] { return static_cast<double>(p->restarts.load(std::memory_order_relaxed)); });
+  scraped("sluice_config_reloads_total", "SIGHUP reloads, by result.", {{"result", "done"}},
+          [p] { return static_cast<double>(p->reloads_done.load(std::memory_order_relaxed)); });
+  scraped("sluice_config_reloads_total", "SIGHUP reloads, by result.", {{"result", "refused"}},
+          [p] { return static_cast<double>(p->reloads_refused.load(std::memory_order_relaxed)); });
+  scraped("sluice_config_generation", "The config generation serving new connections (0: the first).", {},
+          [p] { return static_cast<double>(p->generation.load(std::memory_order_relaxed)); });
+  scraped("sluice_pod_resident_memory_bytes", "The sum of the worker processes' resident memory.", {},
+          [p] { return static_cast<double>(p->rss_bytes()); });
+}
+
+}  // namespace sluice::app

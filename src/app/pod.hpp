@@ -1,0 +1,75 @@
+// pod: what the supervisor of `sluice serve --processes N` and its worker processes share, in one
+// runtime::shared_segment mapped before the first fork: the table of worker processes (each one's
+// pid, config generation and latest RSS), the supervisor's counters, and the pod's memory reading.
+// Every field is a lock-free atomic: any process reads and writes it without a lock. A worker
+// writes only its own row; the supervisor frees a row when it reaps the worker.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "observability/component_metrics.hpp"
+
+namespace sluice::app {
+
+// Why a worker process ended without being asked to: `exit` (it exited, with any code), `killed`
+// (SIGKILL: `kill -9` or the kernel's OOM killer), `signal` (any other signal: a crash).
+enum class worker_exit { exit, killed, signal };
+inline constexpr std::size_t worker_exit_kinds = 3;
+std::string_view to_string(worker_exit e) noexcept;
+
+struct pod_worker {
+  std::atomic<std::int32_t> pid{0};  // 0: a free row
+  std::atomic<std::uint32_t> generation{0};
+  std::atomic<std::uint64_t> rss_bytes{0};  // the worker's latest sample of its own RSS
+};
+
+struct pod_state {
+  // Rows for the workers of two generations at once (a reload starts the new ones before the old
+  // ones finish), so --processes is at most half of it.
+  static constexpr std::size_t max_workers = 64;
+  static constexpr std::size_t max_processes = max_workers / 2;
+
+  std::array<pod_worker, max_workers> workers;
+  std::array<std::atomic<std::uint64_t>, worker_exit_kinds> exits{};  // unexpected ends, by kind
+  std::atomic<std::uint64_t> restarts{0};
+  std::atomic<std::uint64_t> reloads_done{0};
+  std::atomic<std::uint64_t> reloads_refused{0};
+  std::atomic<std::uint32_t> generation{0};  // the config generation new connections are served by
+  std::atomic<std::uint32_t> processes{0};   // worker processes configured per generation
+
+  // The sum of every live worker's latest RSS sample: what the pod's memory budget is held to.
+  std::uint64_t rss_bytes() const noexcept;
+  // Worker processes alive now (rows in use).
+  std::uint64_t live_workers() const noexcept;
+};
+
+// A worker process's place in the pod: the shared state and its own row.
+struct pod_link {
+  pod_state* pod = nullptr;
+  std::size_t row = 0;
+  explicit operator bool() const noexcept { return pod != nullptr; }
+  // Samples this process's RSS into its row; returns the pod's sum (memory_budget's rss source).
+  std::size_t sample_rss() const;
+};
+
+// The supervisor's view in every worker's /metrics (the same values from each worker):
+//   sluice_worker_processes             worker processes alive now (all generations)
+//   sluice_worker_processes_configured  --processes
+//   sluice_worker_exits_total{reason}   workers that ended unasked (exit, killed, signal)
+//   sluice_worker_restarts_total        replacements started
+//   sluice_config_reloads_total{result} SIGHUP reloads (done, refused)
+//   sluice_config_generation            the generation serving new connections (0: the first)
+//   sluice_pod_resident_memory_bytes    the sum of the workers' RSS (the memory budget's reading)
+class pod_metrics final : public obs::component_metrics {
+ public:
+  explicit pod_metrics(const pod_state& pod);
+};
+
+}  // namespace sluice::app

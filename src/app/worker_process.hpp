@@ -1,0 +1,14 @@
+// run_worker: the life of one worker process of `sluice serve --processes N`, in the child the
+// supervisor forked: build a gateway from the generation's options, accept on the inherited
+// listening socket, say "ready" on `ready_fd`, then serve until SIGTERM/SIGINT (drain) or SIGUSR2
+// (a reload replaced it: retire). Returns the process's exit code.
+#pragma once
+
+#include "app/pod.hpp"
+#include "app/serve_options.hpp"
+
+namespace sluice::app {
+
+int run_worker(const serve_options& opts, int listener, pod_link pod, int ready_fd);
+
+}  // namespace sluice::app
