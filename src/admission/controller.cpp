@@ -171,13 +171,14 @@ void controller::waiter::finish() {
 
 // ---- controller -------------------------------------------------------------------------------
 
-controller::controller(const options& opts, memory_budget& budget, now_fn now)
+controller::controller(const options& opts, memory_budget& budget, now_fn now, pod_share pod)
     : max_streams_(std::max<std::uint64_t>(opts.max_streams, 1)),
       queue_depth_(opts.queue_depth),
       queue_per_key_(opts.queue_per_key),
       queue_timeout_(opts.queue_timeout),
       budget_(budget),
       now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
+      pod_(pod),
       buckets_(std::bit_ceil(std::clamp<std::uint64_t>(opts.queue_depth, 1, max_lane_buckets)), nullptr),
       mean_hold_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(initial_hold_estimate).count()) {}
 
@@ -204,11 +205,33 @@ refused controller::make_refusal(refusal why, std::uint64_t position) {
 
 std::optional<memory_budget::reservation> controller::try_grant_locked(std::uint64_t bytes) {
   // Only when nobody is queued, in any lane: a newcomer must not overtake the waiters.
-  if (cursor_ != nullptr || in_use_.load(std::memory_order_relaxed) >= max_streams_) return std::nullopt;
+  if (cursor_ != nullptr || !take_slot_locked()) return std::nullopt;
   auto r = budget_.try_reserve(bytes);
-  if (!r) return std::nullopt;
+  if (!r) {
+    give_slot_locked();
+    return std::nullopt;
+  }
   in_use_.fetch_add(1, std::memory_order_relaxed);
   return r;
+}
+
+bool controller::take_slot_locked() noexcept {
+  if (pod_) return pod_.slots->try_take(pod_.row, max_streams_);
+  return in_use_.load(std::memory_order_relaxed) < max_streams_;
+}
+
+void controller::give_slot_locked() noexcept {
+  if (pod_) pod_.slots->give_back(pod_.row);
+}
+
+void controller::regrant() {
+  if (queued_.load(std::memory_order_relaxed) == 0) return;
+  waiter* list = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    list = grant_waiters_locked(now_());
+  }
+  wake(list);
 }
 
 controller::wait_state controller::room_locked(const void* id) const noexcept {
@@ -216,7 +239,8 @@ controller::wait_state controller::room_locked(const void* id) const noexcept {
   if (id != nullptr && queue_per_key_ != 0) {
     if (const lane* l = find_lane_locked(id); l != nullptr && l->count >= queue_per_key_) return wait_state::key_full;
   }
-  if (queued_.load(std::memory_order_relaxed) >= queue_depth_) return wait_state::full;
+  const std::uint64_t waiting = pod_ ? pod_.slots->queued() : queued_.load(std::memory_order_relaxed);
+  if (waiting >= queue_depth_) return wait_state::full;
   return wait_state::waiting;
 }
 
@@ -273,6 +297,7 @@ void controller::unlink_locked(lane* l, waiter* w) {
   w->prev = w->next = nullptr;
   --l->count;
   queued_.fetch_sub(1, std::memory_order_relaxed);
+  if (pod_) pod_.slots->unqueue(pod_.row);
   if (l->count == 0) remove_lane_locked(l);
   else if (l->host == w) move_lane_locked(l, l->head);
 }
@@ -315,13 +340,16 @@ void controller::move_lane_locked(lane* from, waiter* to) {
 controller::waiter* controller::grant_waiters_locked(clock::time_point now) {
   waiter* list = nullptr;
   waiter** tail = &list;
-  while (cursor_ != nullptr && in_use_.load(std::memory_order_relaxed) < max_streams_) {
+  while (cursor_ != nullptr && take_slot_locked()) {
     // The oldest waiter of the lane whose turn it is. If its bytes do not fit, everyone waits
     // (the cursor stays on its lane), so a large request cannot be starved by small ones.
     lane* l = cursor_;
     waiter* w = l->head;
     auto r = budget_.try_reserve(w->bytes);
-    if (!r) break;
+    if (!r) {
+      give_slot_locked();
+      break;
+    }
     cursor_ = l->next;  // the next lane's turn; fixed up by unlink_locked if `l` empties or moves
     unlink_locked(l, w);
     w->st = wait_state::granted;
@@ -354,6 +382,7 @@ void controller::release(permit::time_point granted_at) noexcept {
   {
     std::lock_guard lock(mu_);
     in_use_.fetch_sub(1, std::memory_order_relaxed);
+    give_slot_locked();
     note_hold_time_locked(now - granted_at);
     list = grant_waiters_locked(now);
   }
@@ -439,6 +468,8 @@ void controller::enqueue(std::shared_ptr<waiter> w) {
       w->granted_at = now;
     } else if (auto room = room_locked(w->lane_id); room != wait_state::waiting) {
       w->st = room;
+    } else if (pod_ && !pod_.slots->try_queue(pod_.row, queue_depth_)) {
+      w->st = wait_state::full;  // the pod's queue filled up since room_locked looked
     } else {
       link_locked(w.get());
       w->queue_ref = w;
@@ -506,6 +537,21 @@ task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cance
   auto ex = co_await net::this_coro::executor;
   co_return co_await net::async_initiate<decltype(use_task), void(acquire_result)>(
       initiate_wait{this, reserve_bytes, lane.id, withdraw, ex}, use_task);
+}
+
+task<void> pod_regrant_loop(controller& c, const pod_slots& slots, duration every) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  std::uint64_t seen = slots.releases();
+  for (;;) {
+    timer.expires_after(every);
+    error_code ec;
+    co_await timer.async_wait(ec_out(ec));
+    if (ec) co_return;
+    const std::uint64_t now = slots.releases();
+    if (now == seen) continue;
+    seen = now;
+    c.regrant();
+  }
 }
 
 }  // namespace sluice::admission

@@ -21,6 +21,7 @@
 
 #include "admission/memory_budget.hpp"
 #include "admission/options.hpp"
+#include "admission/pod_slots.hpp"
 #include "runtime/asio.hpp"
 
 namespace sluice::admission {
@@ -128,7 +129,10 @@ class controller final : public admission_queue {
   // timeouts use a real steady_timer on the waiter's executor.
   using now_fn = std::function<clock::time_point()>;
 
-  controller(const options& opts, memory_budget& budget, now_fn now = {});
+  // `pod`: one worker process of `--processes N`: max_streams and queue_depth hold for the pod
+  // (its shared pod_slots); waiters here get the slots freed in this process first and those
+  // freed in the others at regrant().
+  controller(const options& opts, memory_budget& budget, now_fn now = {}, pod_share pod = {});
   controller(const controller&) = delete;
   controller& operator=(const controller&) = delete;
   ~controller();
@@ -164,6 +168,10 @@ class controller final : public admission_queue {
   // Lanes with somebody waiting now (the gauge sluice_queue_lanes).
   std::uint64_t lanes() const noexcept { return lanes_.load(std::memory_order_relaxed); }
 
+  // Hands slots freed elsewhere in the pod (another process's permits) to the waiters here; a
+  // no-op when nobody waits. Any thread.
+  void regrant();
+
   // While draining, new requests are refused with `draining`, and so is everyone already queued.
   void set_draining(bool on) override;
   bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
@@ -193,6 +201,9 @@ class controller final : public admission_queue {
   refused make_refusal(refusal why, std::uint64_t position);
   // Admission decision for a request that is not queued yet; called under mu_.
   std::optional<memory_budget::reservation> try_grant_locked(std::uint64_t bytes);
+  // One concurrency slot (this process's, or the pod's), and giving it back; called under mu_.
+  bool take_slot_locked() noexcept;
+  void give_slot_locked() noexcept;
   // Whether a request of lane `id` that cannot be granted now may queue (waiting), or is refused
   // at once (full, key_full); called under mu_.
   wait_state room_locked(const void* id) const noexcept;
@@ -224,6 +235,7 @@ class controller final : public admission_queue {
   const duration queue_timeout_;
   memory_budget& budget_;
   now_fn now_;
+  pod_share pod_;
 
   // The only global shared state on the request path. mu_ guards the lanes (their waiter lists,
   // their ring and the index) and makes each grant decision atomic with the queue; the atomics let
@@ -242,5 +254,9 @@ class controller final : public admission_queue {
   std::atomic<std::uint64_t> admitted_{0};
   std::array<std::atomic<std::uint64_t>, refusal_kinds> refused_{};
 };
+
+// A worker process of a pod: calls c.regrant() whenever another process gave a slot back (the pod's
+// release count moved), looking every `every`, until cancelled. Both must outlive the loop.
+task<void> pod_regrant_loop(controller& c, const pod_slots& slots, duration every);
 
 }  // namespace sluice::admission

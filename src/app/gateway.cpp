@@ -80,7 +80,9 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   // which is the pod's (the cgroup limit), so every worker sheds and resets on the same reading.
   if (!rss_source && pod_) rss_source = [pod = pod_] { return pod.sample_rss(); };
   budget_ = std::make_unique<admission::memory_budget>(opts_.admission, std::move(rss_source));
-  admission_ = std::make_unique<admission::controller>(opts_.admission, *budget_);
+  admission_ = std::make_unique<admission::controller>(
+      opts_.admission, *budget_, admission::controller::now_fn{},
+      pod_ ? admission::pod_share{&pod_.pod->streams, pod_.row} : admission::pod_share{});
   if (!opts_.admission.keys_file.empty()) {
     auto k = admission::client_keys::load_file(opts_.admission.keys_file);
     if (!k) throw std::invalid_argument(k.err().message);
@@ -223,6 +225,9 @@ result<tcp::endpoint> gateway::start(int inherited_listener) {
                                              opts_.admission.memory_sample_interval,
                                              [this](const admission::pressure_report& r) { log_pressure(r); }),
                     "memory pressure loop", true);
+  if (pod_)  // slots another worker process frees reach the requests waiting here
+    background_.spawn(ex, admission::pod_regrant_loop(*admission_, pod_.pod->streams, std::chrono::milliseconds(5)),
+                      "pod regrant loop", true);
   // The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
   // starts each job on a thread); the retention sweep on thread 0.
   if (queue_) {

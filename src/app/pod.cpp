@@ -49,6 +49,10 @@ pod_metrics::pod_metrics(const pod_state& pod) {
           [p] { return static_cast<double>(p->reloads_refused.load(std::memory_order_relaxed)); });
   scraped("sluice_config_generation", "The config generation serving new connections (0: the first).", {},
           [p] { return static_cast<double>(p->generation.load(std::memory_order_relaxed)); });
+  scraped("sluice_pod_streams_in_use", "Concurrency slots held in the pod: max-streams holds for the pod.", {},
+          [p] { return static_cast<double>(p->streams.held()); });
+  scraped("sluice_pod_queued_requests", "Requests waiting for a slot in the pod: queue-depth holds for the pod.", {},
+          [p] { return static_cast<double>(p->streams.queued()); });
   scraped("sluice_pod_resident_memory_bytes", "The sum of the worker processes' resident memory.", {},
           [p] { return static_cast<double>(p->rss_bytes()); });
 }

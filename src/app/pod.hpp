@@ -14,6 +14,7 @@
 #include <memory>
 #include <string_view>
 
+#include "admission/pod_slots.hpp"
 #include "observability/component_metrics.hpp"
 
 namespace sluice::app {
@@ -43,6 +44,8 @@ struct pod_state {
   std::atomic<std::uint64_t> reloads_refused{0};
   std::atomic<std::uint32_t> generation{0};  // the config generation new connections are served by
   std::atomic<std::uint32_t> processes{0};   // worker processes configured per generation
+  // max-streams and queue-depth for the pod; a worker's row there is its row here.
+  admission::pod_slots streams;
 
   // The sum of every live worker's latest RSS sample: what the pod's memory budget is held to.
   std::uint64_t rss_bytes() const noexcept;
@@ -67,6 +70,8 @@ struct pod_link {
 //   sluice_config_reloads_total{result} SIGHUP reloads (done, refused)
 //   sluice_config_generation            the generation serving new connections (0: the first)
 //   sluice_pod_resident_memory_bytes    the sum of the workers' RSS (the memory budget's reading)
+//   sluice_pod_streams_in_use           concurrency slots held in the pod (max-streams holds for it)
+//   sluice_pod_queued_requests          requests waiting for a slot in the pod (queue-depth)
 class pod_metrics final : public obs::component_metrics {
  public:
   explicit pod_metrics(const pod_state& pod);

@@ -344,6 +344,7 @@ void supervisor::reap() {
     process p = *it;
     procs_.erase(it);
     if (p.ready_fd >= 0) ::close(p.ready_fd);
+    pod_->streams.release_row(p.row);  // the slots and queue places it held go back to the pod
     pod_->workers[p.row].pid.store(0);
     ended(p, status);
   }

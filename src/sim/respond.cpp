@@ -371,6 +371,9 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   if (x.fault == status_fault::none && creq->stream) {
     counters::inc(w.count.streams_started);
     x.gauge.emplace(w.count.active_streams);
+    if (const auto open = w.count.active_streams.load(std::memory_order_relaxed);
+        open > w.count.peak_active_streams.load(std::memory_order_relaxed))
+      w.count.peak_active_streams.store(open, std::memory_order_relaxed);
     x.stream_open = true;
   }
   // The response and the peer watcher run side by side; whichever ends first cancels the other

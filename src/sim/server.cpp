@@ -93,6 +93,7 @@ stats server::state::snapshot() const {
     s.streams_completed += get(c.streams_completed);
     s.streams_aborted += get(c.streams_aborted);
     s.active_streams += get(c.active_streams);
+    s.peak_active_streams += get(c.peak_active_streams);
     s.active_connections += get(c.active_connections);
     s.connections_accepted += get(c.connections_accepted);
     s.responses_2xx += get(c.responses_2xx);

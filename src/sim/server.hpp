@@ -21,6 +21,9 @@ struct stats {
   std::uint64_t streams_completed = 0;  // [DONE] written
   std::uint64_t streams_aborted = 0;    // the client closed first (during delays, stalls or writes)
   std::uint64_t active_streams = 0;
+  // The most streams open at once: exact with one worker thread; with several, the sum of each
+  // thread's own peak (an upper bound).
+  std::uint64_t peak_active_streams = 0;
   std::uint64_t active_connections = 0;
   std::uint64_t connections_accepted = 0;
   std::uint64_t responses_2xx = 0;      // by the status of the response head sent

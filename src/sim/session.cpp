@@ -18,6 +18,7 @@ std::string stats_body(const stats& s) {
                         {"streams_completed", s.streams_completed},
                         {"streams_aborted", s.streams_aborted},
                         {"active_streams", s.active_streams},
+                        {"peak_active_streams", s.peak_active_streams},
                         {"active_connections", s.active_connections},
                         {"connections_accepted", s.connections_accepted},
                         {"responses_2xx", s.responses_2xx},

@@ -33,6 +33,8 @@ struct alignas(64) counters {
       active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
       responses_429{0}, requests_with_auth{0}, faults_injected{0}, completion_requests{0}, completions_running{0},
       completions_succeeded{0}, rate_limited{0};
+  // The most streams this worker had open at once (only its thread writes it).
+  counter peak_active_streams{0};
   // Timed waits (time to first token, token delay, header delay) and how late their wakeups came:
   // a worker whose event loop cannot keep up wakes late, so these say whether the simulator itself
   // is what limits a measurement.

@@ -9,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <regex>
 #include <string>
 #include <vector>
@@ -60,6 +63,8 @@ class child_process {
     ::fcntl(out_fd_, F_SETFL, O_NONBLOCK);
   }
   ~child_process() {
+    stop_reading_ = true;
+    if (reader_.joinable()) reader_.join();
     if (pid_ > 0 && !exited_) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
@@ -68,7 +73,19 @@ class child_process {
   }
 
   int pid() const { return pid_; }
-  const std::string& output() const { return output_; }
+  // What the child wrote so far (a copy: keep_reading() may be appending).
+  std::string output() const {
+    std::lock_guard lock(mu_);
+    return output_;
+  }
+  // Reads the child's output on a thread of its own from now on, so a child that logs a lot never
+  // blocks on a full pipe while the test waits on something else (a pod of worker processes).
+  void keep_reading() {
+    if (reader_.joinable()) return;
+    reader_ = std::thread([this] {
+      while (!stop_reading_) pump(20);
+    });
+  }
 
   // Reads output until "listening on HOST:PORT" appears (or the deadline); returns the port.
   std::optional<std::uint16_t> wait_port(std::chrono::milliseconds limit = std::chrono::seconds(20)) {
@@ -77,7 +94,8 @@ class child_process {
     while (std::chrono::steady_clock::now() < deadline) {
       pump(50);
       std::smatch m;
-      if (std::regex_search(output_, m, re)) return static_cast<std::uint16_t>(std::stoi(m[1].str()));
+      const std::string out = output();
+      if (std::regex_search(out, m, re)) return static_cast<std::uint16_t>(std::stoi(m[1].str()));
     }
     return std::nullopt;
   }
@@ -103,6 +121,7 @@ class child_process {
     if (::poll(&p, 1, timeout_ms) <= 0) return;
     char buf[4096];
     ssize_t n;
+    std::lock_guard lock(mu_);
     while ((n = ::read(out_fd_, buf, sizeof buf)) > 0) output_.append(buf, static_cast<std::size_t>(n));
   }
 
@@ -110,7 +129,10 @@ class child_process {
   pid_t pid_ = -1;
   int out_fd_ = -1;
   bool exited_ = false;
+  mutable std::mutex mu_;
   std::string output_;
+  std::thread reader_;
+  std::atomic<bool> stop_reading_{false};
 };
 
 }  // namespace sluice::test

@@ -436,7 +436,8 @@ TEST(SlowClient, DerivedCapIsLoggedAndRunningOutOfDescriptorsIsSurvived) {
     ASSERT_EQ(test::call(*port, verb::get, "/healthz").result_int(), 200u);  // the signal handler is up by now
     static const std::regex derived(R"(max-connections derived from the descriptor limit.*"max_connections":([0-9]+))");
     std::smatch match;
-    ASSERT_TRUE(std::regex_search(gw.output(), match, derived)) << gw.output();
+    const std::string out = gw.output();
+    ASSERT_TRUE(std::regex_search(out, match, derived)) << out;
     const std::uint64_t expected = http::effective_max_connections(0, static_cast<std::uint64_t>(rl.rlim_max));
     EXPECT_EQ(std::stoull(match[1].str()), expected);
     EXPECT_EQ(count_of(gw.output(), "max-connections derived"), 1) << "logged once, not once per thread";

@@ -1,0 +1,323 @@
+// `sluice serve --processes N` (docs/processes.md): the real binary as a supervisor and its worker
+// processes in front of the in-process simulator. A worker killed with -9 cuts only its own
+// streams and is replaced at once; max-streams and the memory budget hold for the pod, not for each
+// process; SIGHUP reloads a changed keys file without cutting a stream, and refuses a broken one.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process.hpp"
+#include "serve_node.hpp"
+#include "sim/server.hpp"
+#include "test_client.hpp"
+
+using namespace sluice;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The pids of the worker processes that said they serve, in the order they did.
+std::vector<int> serving_pids(const std::string& output) {
+  static const std::regex re(R"re("msg":"worker process serving","pid":([0-9]+))re");
+  std::vector<int> out;
+  for (std::sregex_iterator it(output.begin(), output.end(), re), end; it != end; ++it) out.push_back(std::stoi((*it)[1]));
+  return out;
+}
+
+// Sockets a process has open now (its client connections and its upstream connections).
+int open_sockets(int pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = ::readdir(d)) {
+    char target[64] = {};
+    const std::string link = dir + "/" + e->d_name;
+    if (::readlink(link.c_str(), target, sizeof target - 1) > 0 && std::string_view(target).rfind("socket:", 0) == 0) ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+// A streamed chat request whose response head has been read; read_rest() takes the body to its end.
+struct open_stream {
+  test::client_socket c;
+  int status = 0;
+  std::string got;
+  open_stream(std::uint16_t port, int tokens, int delay_ms, const std::string& key = "") : c(port, 30000) {
+    const std::string body = test::chat_body(true);
+    // Connection: close, so the end of the answer is the end of the connection (read_rest()).
+    c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+           (key.empty() ? std::string() : "Authorization: Bearer " + key + "\r\n") + "x-sim-tokens: " +
+           std::to_string(tokens) + "\r\nx-sim-token-delay: " + std::to_string(delay_ms) +
+           "ms\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    char buf[4096];
+    boost::system::error_code ec;
+    while (got.find("\r\n") == std::string::npos && !ec) got.append(buf, c.sock.read_some(test::net::buffer(buf), ec));
+    if (got.rfind("HTTP/1.1 ", 0) == 0) status = std::stoi(got.substr(9, 3));
+  }
+  void read_rest() { got += c.read_all(); }
+  bool done() const { return got.find("data: [DONE]") != std::string::npos; }
+  // Events carrying a token (the first event's empty content, the role's, is not one).
+  std::size_t content_events() const {
+    std::size_t n = 0;
+    for (auto at = got.find("\"content\":\""); at != std::string::npos; at = got.find("\"content\":\"", at + 1))
+      n += got.compare(at + 11, 1, "\"") != 0 ? 1 : 0;
+    return n;
+  }
+};
+
+struct Processes : ::testing::Test {
+  std::unique_ptr<sim::server> sim;
+  void SetUp() override {
+    sim::options so;
+    so.listen = "127.0.0.1:0";
+    so.tokens = 4;
+    so.token_delay = 1ms;
+    sim = std::make_unique<sim::server>(so);
+    ASSERT_TRUE(sim->start().has_value());
+  }
+  std::vector<std::string> args(std::string processes, std::vector<std::string> more = {}) const {
+    std::vector<std::string> a{"serve",         "--listen",    "127.0.0.1:0",
+                               "--threads",     "1",           "--processes",
+                               processes,       "--upstream",  "http://127.0.0.1:" + std::to_string(sim->port()),
+                               "--log-format",  "json",        "--drain-delay",
+                               "0s"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+};
+
+TEST_F(Processes, AWorkerKilledWithNineCutsOnlyItsOwnStreamsAndIsReplacedAtOnce) {
+  test::serve_node pod(args("3"));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
+  std::vector<int> pids;
+  test::wait_until([&] {
+    pod.p.pump(5);
+    pids = serving_pids(pod.p.output());
+    return pids.size() == 3;
+  });
+  ASSERT_EQ(pids.size(), 3u) << pod.p.output();
+  std::map<int, int> baseline;
+  for (int pid : pids) baseline[pid] = open_sockets(pid);
+
+  // 30 streams of 60 tokens, 50 ms apart (3 s each), spread by the kernel over the three workers.
+  constexpr int streams = 30, tokens = 60;
+  std::vector<std::unique_ptr<open_stream>> open;
+  for (int i = 0; i < streams; ++i) {
+    open.push_back(std::make_unique<open_stream>(pod.port, tokens, 50));
+    ASSERT_EQ(open.back()->status, 200) << open.back()->got;
+  }
+  // Which worker holds how many: each stream is a client socket and an upstream socket.
+  ASSERT_LT(test::wait_until([&] {
+              int held = 0;
+              for (int pid : pids) held += (open_sockets(pid) - baseline[pid]) / 2;
+              return held == streams;
+            }),
+            5001ms);
+  int victim = pids[0], victim_streams = -1;
+  for (int pid : pids) {
+    const int held = (open_sockets(pid) - baseline[pid]) / 2;
+    if (held > victim_streams) victim = pid, victim_streams = held;
+  }
+  ASSERT_GE(victim_streams, 1);
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+
+  // A replacement serves within 2 s.
+  int replacement = 0;
+  test::wait_until([&] {
+    pod.p.pump(5);
+    auto now = serving_pids(pod.p.output());
+    if (now.size() == 4) replacement = now.back();
+    return replacement != 0;
+  }, 5000ms);
+  const auto replaced_in = std::chrono::steady_clock::now() - killed_at;
+  ASSERT_NE(replacement, 0) << pod.p.output();
+  EXPECT_LT(replaced_in, 2s);
+  // Only the replacement accepts while the two survivors are stopped: it really serves.
+  std::vector<int> survivors;
+  for (int pid : pids)
+    if (pid != victim) survivors.push_back(pid);
+  for (int pid : survivors) ::kill(pid, SIGSTOP);
+  auto via_replacement = test::post_chat(pod.port, false);
+  for (int pid : survivors) ::kill(pid, SIGCONT);
+  EXPECT_EQ(via_replacement.result_int(), 200) << via_replacement.body();
+
+  // The victim's streams ended with a closed connection (no [DONE]); every other one is whole.
+  int cut = 0, whole = 0;
+  for (auto& s : open) {
+    s->read_rest();
+    if (s->done()) {
+      EXPECT_EQ(s->content_events(), static_cast<std::size_t>(tokens)) << s->got;
+      ++whole;
+    } else {
+      EXPECT_EQ(s->got.find("data: [DONE]"), std::string::npos);
+      ++cut;
+    }
+  }
+  EXPECT_EQ(cut, victim_streams);
+  EXPECT_EQ(whole, streams - victim_streams);
+
+  EXPECT_EQ(pod.metric("sluice_worker_exits_total{reason=\"killed\"}"), 1);
+  EXPECT_EQ(pod.metric("sluice_worker_restarts_total"), 1);
+  EXPECT_EQ(pod.metric("sluice_worker_processes"), 3);
+  EXPECT_TRUE(pod.logged("worker process ended unexpectedly"));
+  EXPECT_EQ(pod.p.signal_and_wait(SIGTERM), 0) << pod.p.output();
+}
+
+TEST_F(Processes, MaxStreamsHoldsForThePodAcrossThreeProcesses) {
+  test::serve_node pod(args("3", {"--max-streams", "20", "--queue-depth", "100", "--queue-timeout", "30s"}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
+  constexpr int streams = 45;
+  std::vector<std::future<std::string>> done;
+  for (int i = 0; i < streams; ++i)
+    done.push_back(std::async(std::launch::async, [port = pod.port] {
+      open_stream s(port, 10, 40);
+      if (s.status != 200) return "status " + std::to_string(s.status) + ": " + s.got;
+      s.read_rest();
+      return s.got;
+    }));
+  int whole = 0;
+  for (auto& f : done) {
+    const std::string got = f.get();
+    if (got.find("data: [DONE]") != std::string::npos) ++whole;
+    else ADD_FAILURE() << got.substr(0, 400);
+  }
+  EXPECT_EQ(whole, streams);
+  // One process's cap would have let 60 through at once; the pod's held it to 20, and it was reached.
+  EXPECT_LE(sim->snapshot().peak_active_streams, 20u);
+  EXPECT_GE(sim->snapshot().peak_active_streams, 15u);
+  EXPECT_LT(test::wait_until([&] { return pod.metric("sluice_pod_streams_in_use") == 0; }), 5001ms);
+  EXPECT_EQ(pod.metric("sluice_pod_queued_requests"), 0);
+}
+
+TEST_F(Processes, SlotsAWorkerHeldWhenKilledGoBackToThePod) {
+  test::serve_node pod(args("2", {"--max-streams", "4", "--queue-depth", "0"}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
+  std::vector<int> pids;
+  test::wait_until([&] {
+    pod.p.pump(5);
+    pids = serving_pids(pod.p.output());
+    return pids.size() == 2;
+  });
+  ASSERT_EQ(pids.size(), 2u);
+  std::vector<std::unique_ptr<open_stream>> open;
+  for (int i = 0; i < 4; ++i) {
+    open.push_back(std::make_unique<open_stream>(pod.port, 200, 50));
+    ASSERT_EQ(open.back()->status, 200);
+  }
+  EXPECT_EQ(open_stream(pod.port, 1, 1).status, 503) << "the pod's four slots are taken";
+  // Both workers killed with their streams: the supervisor gives their rows' slots back.
+  for (int pid : pids) ::kill(pid, SIGKILL);
+  for (auto& s : open) s->read_rest();
+  ASSERT_LT(test::wait_until([&] {
+              pod.p.pump(5);
+              return serving_pids(pod.p.output()).size() >= 4;
+            }, 10000ms),
+            10001ms);
+  EXPECT_EQ(pod.metric("sluice_pod_streams_in_use"), 0);
+  std::vector<std::unique_ptr<open_stream>> again;
+  for (int i = 0; i < 4; ++i) {
+    again.push_back(std::make_unique<open_stream>(pod.port, 3, 1));
+    EXPECT_EQ(again.back()->status, 200) << again.back()->got;
+  }
+  for (auto& s : again) {
+    s->read_rest();
+    EXPECT_TRUE(s->done());
+  }
+}
+
+TEST_F(Processes, SighupReloadsAChangedKeysFileWithoutCuttingAStreamAndRefusesABrokenOne) {
+  const std::string keys = test::temp_file_with("sk-old 0 0 old\n");
+  test::serve_node pod(args("2", {"--keys-file", keys}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
+  // Streams of the old config, 40 tokens 50 ms apart: running across the reload.
+  std::vector<std::unique_ptr<open_stream>> open;
+  for (int i = 0; i < 4; ++i) {
+    open.push_back(std::make_unique<open_stream>(pod.port, 40, 50, "sk-old"));
+    ASSERT_EQ(open.back()->status, 200) << open.back()->got;
+  }
+  {
+    FILE* f = std::fopen(keys.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("sk-new 0 0 new\n", f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(::kill(pod.p.pid(), SIGHUP), 0);
+  ASSERT_LT(test::wait_until([&] { return pod.logged("config reloaded"); }, 10000ms), 10001ms) << pod.p.output();
+  // New connections meet the new generation: the new key passes, the old one is unknown.
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-new"}}).result_int(), 200);
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-old"}}).result_int(), 401);
+  for (auto& s : open) {
+    s->read_rest();
+    EXPECT_TRUE(s->done()) << s->got.substr(0, 300);
+    EXPECT_EQ(s->content_events(), 40u);
+  }
+  EXPECT_EQ(pod.metric("sluice_config_reloads_total{result=\"done\"}"), 1);
+  EXPECT_EQ(pod.metric("sluice_config_generation"), 1);
+
+  // A broken keys file: refused with a log line, the running config serves on.
+  {
+    FILE* f = std::fopen(keys.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("sk-broken not-a-number 0 broken\n", f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(::kill(pod.p.pid(), SIGHUP), 0);
+  ASSERT_LT(test::wait_until([&] { return pod.logged("config reload refused"); }, 10000ms), 10001ms) << pod.p.output();
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-new"}}).result_int(), 200);
+  EXPECT_EQ(pod.metric("sluice_config_reloads_total{result=\"refused\"}"), 1);
+  EXPECT_EQ(pod.metric("sluice_config_generation"), 1);
+  EXPECT_EQ(pod.p.signal_and_wait(SIGTERM), 0) << pod.p.output();
+  ::unlink(keys.c_str());
+}
+
+TEST_F(Processes, TheMemoryBudgetHoldsThePodsSummedResidentMemory) {
+  // Measure what three idle workers hold, then give the pod a budget that one worker's RSS stays
+  // well under and the sum of three is over the shed threshold of.
+  double rss_sum = 0;
+  {
+    test::serve_node probe(args("3", {"--memory-sample-interval", "50ms"}));
+    ASSERT_NE(probe.port, 0);
+    probe.p.keep_reading();
+    ASSERT_EQ(test::post_chat(probe.port, false).result_int(), 200);
+    test::wait_until([&] { return probe.metric("sluice_worker_processes") == 3; });
+    std::this_thread::sleep_for(200ms);  // every worker has sampled its RSS at least once
+    rss_sum = probe.metric("sluice_pod_resident_memory_bytes");
+  }
+  ASSERT_GT(rss_sum, 0);
+  // Sheds above 0.9 x budget: the sum (1.4 x budget) is past that line, one worker (a third) is not.
+  const auto budget = static_cast<std::uint64_t>(rss_sum / 1.4);
+  test::serve_node pod(args("3", {"--memory-sample-interval", "50ms", "--memory-limit", std::to_string(budget) + "B"}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
+  ASSERT_LT(test::wait_until([&] { return pod.metric("sluice_pod_resident_memory_bytes") > 0.9 * static_cast<double>(budget); },
+                             5000ms),
+            5001ms);
+  std::this_thread::sleep_for(200ms);  // every worker has sampled the pod's sum since (every 50 ms)
+  auto r = test::post_chat(pod.port, false);
+  EXPECT_EQ(r.result_int(), 503) << r.body();
+  EXPECT_NE(r.body().find("memory"), std::string::npos) << r.body();
+  EXPECT_EQ(test::call(pod.port, test::bhttp::verb::get, "/readyz").result_int(), 503);
+  EXPECT_LT(pod.metric("process_resident_memory_bytes"), 0.9 * static_cast<double>(budget))
+      << "one worker alone is under the shed line";
+}
+
+}  // namespace
