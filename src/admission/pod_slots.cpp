@@ -1,7 +1,5 @@
 #include "admission/pod_slots.hpp"
 
-#include <cerrno>
-#include <stdexcept>
 
 namespace sluice::admission {
 
@@ -11,7 +9,7 @@ namespace sluice::admission {
 class pod_slots::guard {
  public:
   explicit guard(pod_slots& s) noexcept : s_(s) {
-    if (::pthread_mutex_lock(&s_.mu_) == EOWNERDEAD) {
+    if (s_.mu_.lock()) {
       std::uint64_t held = 0, queued = 0;
       for (const auto& r : s_.row_) {
         held += r.held.load(std::memory_order_relaxed);
@@ -20,10 +18,9 @@ class pod_slots::guard {
       s_.held_.store(held, std::memory_order_relaxed);
       s_.queued_.store(queued, std::memory_order_relaxed);
       s_.repairs_.fetch_add(1, std::memory_order_relaxed);
-      ::pthread_mutex_consistent(&s_.mu_);
     }
   }
-  ~guard() { ::pthread_mutex_unlock(&s_.mu_); }
+  ~guard() { s_.mu_.unlock(); }
   guard(const guard&) = delete;
   guard& operator=(const guard&) = delete;
 
@@ -31,15 +28,7 @@ class pod_slots::guard {
   pod_slots& s_;
 };
 
-pod_slots::pod_slots() {
-  pthread_mutexattr_t a;
-  ::pthread_mutexattr_init(&a);
-  ::pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-  ::pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-  const int rc = ::pthread_mutex_init(&mu_, &a);
-  ::pthread_mutexattr_destroy(&a);
-  if (rc != 0) throw std::runtime_error("pod_slots: cannot make a process-shared mutex");
-}
+pod_slots::pod_slots() = default;
 
 bool pod_slots::try_take(std::size_t r, std::uint64_t max) noexcept {
   guard g(*this);

@@ -5,12 +5,12 @@
 // Lives in shared memory: constructed once by the supervisor before it forks, never destroyed.
 #pragma once
 
-#include <pthread.h>
-
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "runtime/robust_mutex.hpp"
 
 namespace sluice::admission {
 
@@ -46,7 +46,7 @@ class pod_slots {
     std::atomic<std::uint64_t> held{0};
     std::atomic<std::uint64_t> queued{0};
   };
-  pthread_mutex_t mu_;
+  runtime::robust_mutex mu_;  // first: a test locks it raw to die holding it
   std::atomic<std::uint64_t> held_{0};
   std::atomic<std::uint64_t> queued_{0};
   std::atomic<std::uint64_t> releases_{0};

@@ -2,6 +2,8 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <thread>
 
 #include "config/option_table.hpp"
@@ -36,6 +38,42 @@ std::vector<std::string> authorizations(const serve_options& o, const std::strin
   return out;
 }
 
+// A worker process of a pod: its exposition in the shared segment every `every`, and at once
+// (within `tick`) when another worker answering /metrics asks for fresh figures.
+task<void> publish_loop(const obs::metrics_registry& metrics, pod_link pod, duration every, duration tick) {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  auto next = std::chrono::steady_clock::now();
+  std::uint64_t answered = 0;
+  for (;;) {
+    const std::uint64_t asked = pod.pod->scrapes.load(std::memory_order_relaxed);
+    if (asked != answered || std::chrono::steady_clock::now() >= next) {
+      pod.publish(metrics.serialize(), asked);
+      answered = asked;
+      next = std::chrono::steady_clock::now() + every;
+    }
+    timer.expires_after(tick);
+    error_code ec;
+    co_await timer.async_wait(ec_out(ec));
+    if (ec) co_return;
+  }
+}
+
+// GET /metrics in a worker process of a pod: asks the others for fresh figures, waits for them
+// (every `tick`, at most `patience`: a worker that is stopped or starting is taken as last
+// published), and merges.
+task<std::string> fresh_pod_exposition(pod_link pod, std::string own, duration tick, duration patience) {
+  const std::uint64_t scrape = pod.ask_fresh();
+  pod.publish(own, scrape);
+  net::steady_timer timer(co_await net::this_coro::executor);
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (!pod.all_published(scrape) && std::chrono::steady_clock::now() < give_up) {
+    timer.expires_after(tick);
+    error_code ec;
+    co_await timer.async_wait(ec_out(ec));
+    if (ec) break;
+  }
+  co_return pod.pod_exposition(own);
+}
 }  // namespace
 
 result<tcp::endpoint> listen_endpoint(const std::string& listen) {
@@ -108,6 +146,10 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
                                                                 secrets_});
   responses_ = std::make_unique<jobs::memory_store>(opts_.jobs);
   jobs_metrics_ = std::make_shared<jobs::metrics>(*responses_);
+  if (pod_)
+    services_->pod_metrics = [pod = pod_](std::string own) {
+      return fresh_pod_exposition(pod, std::move(own), std::chrono::milliseconds(2), std::chrono::milliseconds(100));
+    };
   services_->responses = responses_.get();
   services_->jobs = jobs_metrics_.get();
   services_->queue = queue_.get();
@@ -225,9 +267,12 @@ result<tcp::endpoint> gateway::start(int inherited_listener) {
                                              opts_.admission.memory_sample_interval,
                                              [this](const admission::pressure_report& r) { log_pressure(r); }),
                     "memory pressure loop", true);
-  if (pod_)  // slots another worker process frees reach the requests waiting here
+  if (pod_) {  // slots another worker process frees reach the requests waiting here
     background_.spawn(ex, admission::pod_regrant_loop(*admission_, pod_.pod->streams, std::chrono::milliseconds(5)),
                       "pod regrant loop", true);
+    background_.spawn(ex, publish_loop(metrics_, pod_, std::chrono::seconds(1), std::chrono::milliseconds(5)),
+                      "pod metrics publish loop", true);
+  }
   // The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
   // starts each job on a thread); the retention sweep on thread 0.
   if (queue_) {
@@ -289,8 +334,8 @@ void gateway::drain() {
 void gateway::retire() {
   if (!started_ || stopped_) return;
   drain_.retiring = true;
-  for (auto& w : workers_) w.server->stop_accepting();
-  obs::log_info("retiring: a reload started this worker's successor; finishing its streams",
+  for (auto& w : workers_) w.server->stop_accepting_now();
+  obs::log_info("retiring: a reload started this worker's successor; it accepts no more, and finishes its streams",
                 {{"streams", stream_metrics_->streams_active().value()}});
   finish_streams();
 }

@@ -1,5 +1,7 @@
 #include "app/pod.hpp"
 
+#include <cstring>
+
 #include "runtime/worker_pool.hpp"
 
 namespace sluice::app {
@@ -24,6 +26,59 @@ std::uint64_t pod_state::live_workers() const noexcept {
   std::uint64_t n = 0;
   for (const auto& w : workers) n += w.pid.load(std::memory_order_relaxed) != 0 ? 1 : 0;
   return n;
+}
+
+bool exposition_slot::store(std::string_view text) noexcept {
+  const bool fits = text.size() <= capacity;
+  mu_.lock();
+  size_ = fits ? text.size() : 0;
+  if (fits && !text.empty()) std::memcpy(data_, text.data(), text.size());
+  mu_.unlock();
+  return fits;
+}
+
+std::string exposition_slot::load() {
+  std::string out;
+  if (mu_.lock()) size_ = 0;  // its writer died inside: what it left is not a whole exposition
+  out.assign(data_, size_);
+  mu_.unlock();
+  return out;
+}
+
+namespace {
+// Parsed, or nothing when the text is not an exposition (a truncated or foreign one).
+void add_parsed(std::vector<obs::exposition>& parts, const std::string& text) {
+  if (text.empty()) return;
+  if (auto e = obs::parse_exposition(text)) parts.push_back(std::move(*e));
+}
+}  // namespace
+
+bool pod_link::all_published(std::uint64_t scrape) const {
+  for (std::size_t r = 0; r < pod_state::max_workers; ++r) {
+    if (r == row || pod->workers[r].pid.load(std::memory_order_relaxed) == 0) continue;
+    if (pod->workers[r].published.load(std::memory_order_acquire) < scrape) return false;
+  }
+  return true;
+}
+
+std::string pod_link::pod_exposition(const std::string& own) const {
+  std::vector<obs::exposition> parts;
+  add_parsed(parts, own);
+  pod->metrics_mu.lock();  // an owner that died here left nothing half-done: the slots are whole
+  for (std::size_t r = 0; r < pod_state::max_workers; ++r)
+    if (r != row && pod->workers[r].pid.load(std::memory_order_relaxed) != 0) add_parsed(parts, pod->expositions[r].load());
+  add_parsed(parts, pod->ended.load());
+  pod->metrics_mu.unlock();
+  return obs::write_exposition(obs::merge_expositions(parts));
+}
+
+void fold_ended_worker(pod_state& pod, std::size_t row, obs::exposition& ended) {
+  pod.metrics_mu.lock();
+  if (auto e = obs::parse_exposition(pod.expositions[row].load())) obs::fold_ended(ended, *e);
+  pod.ended.store(obs::write_exposition(ended));
+  pod.expositions[row].clear();
+  pod.workers[row].pid.store(0);
+  pod.metrics_mu.unlock();
 }
 
 std::size_t pod_link::sample_rss() const {

@@ -12,10 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "admission/pod_slots.hpp"
 #include "observability/component_metrics.hpp"
+#include "observability/exposition.hpp"
+#include "runtime/robust_mutex.hpp"
 
 namespace sluice::app {
 
@@ -29,6 +32,25 @@ struct pod_worker {
   std::atomic<std::int32_t> pid{0};  // 0: a free row
   std::atomic<std::uint32_t> generation{0};
   std::atomic<std::uint64_t> rss_bytes{0};  // the worker's latest sample of its own RSS
+  std::atomic<std::uint64_t> published{0};  // the scrape request its exposition answers (pod_state::scrapes)
+};
+
+// One process's latest /metrics exposition in the shared segment, for the other workers' /metrics
+// and, once the process has ended, for the supervisor to fold into the ended processes' totals.
+// Copied in and out under its own robust mutex; a writer that died inside leaves it empty.
+class exposition_slot {
+ public:
+  static constexpr std::size_t capacity = 512 * 1024;
+  exposition_slot() = default;
+  // False (and the slot emptied) when `text` is larger than the capacity.
+  bool store(std::string_view text) noexcept;
+  std::string load();
+  void clear() noexcept { store({}); }
+
+ private:
+  runtime::robust_mutex mu_;
+  std::size_t size_ = 0;
+  char data_[capacity];
 };
 
 struct pod_state {
@@ -46,6 +68,15 @@ struct pod_state {
   std::atomic<std::uint32_t> processes{0};   // worker processes configured per generation
   // max-streams and queue-depth for the pod; a worker's row there is its row here.
   admission::pod_slots streams;
+  // /metrics for the pod: each worker's latest exposition by row, and the sums of every worker that
+  // has ended. A scrape reads them all, and the supervisor moves an ended worker's into `ended`,
+  // under `metrics_mu`: no scrape sees a worker's counters twice or not at all.
+  runtime::robust_mutex metrics_mu;
+  // Bumped by a worker that answers /metrics: the others publish at once (within 5 ms) and mark
+  // their row `published` with it, so a scrape waits for fresh figures, not the last second's.
+  std::atomic<std::uint64_t> scrapes{0};
+  std::array<exposition_slot, max_workers> expositions;
+  exposition_slot ended;
 
   // The sum of every live worker's latest RSS sample: what the pod's memory budget is held to.
   std::uint64_t rss_bytes() const noexcept;
@@ -60,7 +91,23 @@ struct pod_link {
   explicit operator bool() const noexcept { return pod != nullptr; }
   // Samples this process's RSS into its row; returns the pod's sum (memory_budget's rss source).
   std::size_t sample_rss() const;
+  // The pod's /metrics: `own` (this worker's exposition, just rendered; also published in its row)
+  // merged with every other live worker's latest and with the ended workers' sums (docs/processes.md).
+  std::string pod_exposition(const std::string& own) const;
+  // Publishes this worker's exposition for the others, answering scrape request `scrape`.
+  void publish(const std::string& own, std::uint64_t scrape) const {
+    pod->expositions[row].store(own);
+    pod->workers[row].published.store(scrape, std::memory_order_release);
+  }
+  // Asks every other worker to publish now; returns the request to wait for.
+  std::uint64_t ask_fresh() const { return pod->scrapes.fetch_add(1) + 1; }
+  // Whether every other live worker has answered `scrape`.
+  bool all_published(std::uint64_t scrape) const;
 };
+
+// The supervisor, when the worker of `row` has ended: its last exposition's sums join `ended` (kept by
+// the caller across calls, written back to the shared segment), and its row's exposition is emptied.
+void fold_ended_worker(pod_state& pod, std::size_t row, obs::exposition& ended);
 
 // The supervisor's view in every worker's /metrics (the same values from each worker):
 //   sluice_worker_processes             worker processes alive now (all generations)

@@ -111,6 +111,7 @@ class supervisor {
   int listener_ = -1;
   int sigfd_ = -1;
   runtime::shared_segment<pod_state> pod_;
+  obs::exposition ended_;  // the sums of every worker that has ended (pod_->ended holds it written)
   std::vector<process> procs_;
   enum class phase { starting, serving, stopping } phase_ = phase::starting;
   clock::time_point kill_at_{};
@@ -345,7 +346,7 @@ void supervisor::reap() {
     procs_.erase(it);
     if (p.ready_fd >= 0) ::close(p.ready_fd);
     pod_->streams.release_row(p.row);  // the slots and queue places it held go back to the pod
-    pod_->workers[p.row].pid.store(0);
+    fold_ended_worker(*pod_, p.row, ended_);  // its counters stay in the pod's sums; frees the row
     ended(p, status);
   }
 }

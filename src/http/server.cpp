@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <future>
 
 #include "observability/log.hpp"
 #include "runtime/worker_pool.hpp"
@@ -103,6 +104,17 @@ void server::stop_accepting() {
     error_code ec;
     acceptor_.close(ec);
   });
+}
+
+void server::stop_accepting_now() {
+  std::promise<void> closed;
+  auto done = closed.get_future();
+  net::post(ctx_, [this, &closed] {
+    error_code ec;
+    acceptor_.close(ec);
+    closed.set_value();
+  });
+  done.wait();
 }
 
 void server::close_all() {

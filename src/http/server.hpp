@@ -60,6 +60,9 @@ class server {
   void start();
   // Stops accepting new connections; existing ones go on. Thread-safe (posts).
   void stop_accepting();
+  // The same, and waits until the acceptor is closed (not from the server's own thread): when it
+  // returns, no further connection is accepted here.
+  void stop_accepting_now();
   // Closes every connection now. Thread-safe (posts).
   void close_all();
   runtime::watchdog& watchdog() noexcept { return watchdog_; }

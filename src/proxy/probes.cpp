@@ -9,8 +9,11 @@ task<void> pipeline::serve_probe(request_context& ctx, const http::request&) {
   const auto& svc = cfg_.svc;
   if (ctx.route == obs::route::healthz)
     co_return co_await send_json(ctx, bhttp::status::ok, R"({"status":"ok"})", "application/json");
-  if (ctx.route == obs::route::metrics)
-    co_return co_await send_json(ctx, bhttp::status::ok, svc.metrics.serialize(), obs::metrics_registry::content_type);
+  if (ctx.route == obs::route::metrics) {
+    std::string text = svc.metrics.serialize();
+    if (svc.pod_metrics) text = co_await svc.pod_metrics(std::move(text));
+    co_return co_await send_json(ctx, bhttp::status::ok, std::move(text), obs::metrics_registry::content_type);
+  }
   std::string_view why;
   if (svc.drain.draining.load()) why = "draining";
   else if (!svc.budget.ready()) why = "memory";

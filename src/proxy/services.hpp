@@ -3,6 +3,9 @@
 // drain state. Built and owned by app::gateway; all members are thread-safe (atomics or locked).
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include <atomic>
 
 #include "admission/client_keys.hpp"
@@ -56,6 +59,9 @@ struct services {
   jobs::redis_notifier* notifier = nullptr;  // (--queue redis) wakeups through Pub/Sub; null: poll
   redis::client* redis = nullptr;
   redis_worker* queue_worker = nullptr;  // mirrors recorded streams into Redis (set once started)
+  // A worker process of a pod (--processes N): GET /metrics answers this of the process's own
+  // exposition (the pod's merged view); unset: the process's own.
+  std::function<task<std::string>(std::string own)> pod_metrics = {};
 };
 
 }  // namespace sluice::proxy

@@ -1,0 +1,228 @@
+#include "observability/exposition.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+namespace sluice::obs {
+
+namespace {
+
+bool name_char(char c, bool first) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (!first && c >= '0' && c <= '9');
+}
+
+// The length of a metric name at the start of `s` (0: none).
+std::size_t name_length(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && name_char(s[i], i == 0)) ++i;
+  return i;
+}
+
+// The length of a label block "{a="x",b="y\"z"}" at the start of `s`, or 0 when it is malformed.
+std::size_t labels_length(std::string_view s) {
+  if (s.empty() || s[0] != '{') return 0;
+  std::size_t i = 1;
+  for (;;) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i < s.size() && s[i] == '}') return i + 1;
+    const std::size_t n = name_length(s.substr(i));
+    if (n == 0) return 0;
+    i += n;
+    if (i >= s.size() || s[i] != '=') return 0;
+    if (++i >= s.size() || s[i] != '"') return 0;
+    ++i;
+    for (;;) {
+      if (i >= s.size()) return 0;
+      if (s[i] == '\\') {
+        if (i + 1 >= s.size()) return 0;
+        i += 2;
+        continue;
+      }
+      if (s[i] == '"') break;
+      ++i;
+    }
+    ++i;
+    if (i < s.size() && s[i] == ',') ++i;
+    else if (i >= s.size() || s[i] != '}') return 0;
+  }
+}
+
+bool parse_value(std::string_view t, double& v) {
+  if (t == "+Inf" || t == "Inf") return v = std::numeric_limits<double>::infinity(), true;
+  if (t == "-Inf") return v = -std::numeric_limits<double>::infinity(), true;
+  if (t == "NaN") return v = std::numeric_limits<double>::quiet_NaN(), true;
+  if (t.empty()) return false;
+  if (t[0] == '+') t.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  return ec == std::errc() && end == t.data() + t.size();
+}
+
+void write_value(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, ec == std::errc() ? end : buf);
+  }
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+error bad_line(std::size_t line, std::string_view why) {
+  return error::make(errc::bad_request, "exposition line " + std::to_string(line) + ": " + std::string(why));
+}
+
+}  // namespace
+
+result<exposition> parse_exposition(std::string_view text) {
+  exposition out;
+  std::unordered_map<std::string, std::size_t> by_name;
+  auto family_of = [&](std::string_view name) -> exposition_family& {
+    auto [it, fresh] = by_name.try_emplace(std::string(name), out.size());
+    if (fresh) out.push_back(exposition_family{std::string(name), {}, {}, {}});
+    return out[it->second];
+  };
+  // The family the samples that follow belong to: the last HELP/TYPE line's.
+  std::size_t current = static_cast<std::size_t>(-1);
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      const bool help = starts_with(line, "# HELP "), type = starts_with(line, "# TYPE ");
+      if (!help && !type) continue;  // a comment
+      std::string_view rest = line.substr(7);
+      const std::size_t n = name_length(rest);
+      if (n == 0 || (rest.size() > n && rest[n] != ' ')) return bad_line(line_no, "a HELP or TYPE line without a metric name");
+      auto& f = family_of(rest.substr(0, n));
+      current = by_name[f.name];
+      std::string_view value = rest.size() > n ? rest.substr(n + 1) : std::string_view();
+      if (help) {
+        f.help = std::string(value);
+      } else {
+        if (value != "counter" && value != "gauge" && value != "histogram" && value != "summary" && value != "untyped")
+          return bad_line(line_no, "unknown metric type");
+        if (!f.type.empty() && f.type != value) return bad_line(line_no, "a second TYPE for one metric");
+        f.type = std::string(value);
+      }
+      continue;
+    }
+    const std::size_t n = name_length(line);
+    if (n == 0) return bad_line(line_no, "a sample without a metric name");
+    std::size_t end = n;
+    if (end < line.size() && line[end] == '{') {
+      const std::size_t l = labels_length(line.substr(end));
+      if (l == 0) return bad_line(line_no, "malformed labels");
+      end += l;
+    }
+    if (end >= line.size() || line[end] != ' ') return bad_line(line_no, "a sample without a value");
+    std::string_view value = line.substr(end + 1);
+    if (const auto sp = value.find(' '); sp != std::string_view::npos) {  // a timestamp: whole milliseconds
+      std::string_view ts = value.substr(sp + 1);
+      value = value.substr(0, sp);
+      if (!ts.empty() && ts[0] == '-') ts.remove_prefix(1);
+      if (ts.empty() || ts.find_first_not_of("0123456789") != std::string_view::npos)
+        return bad_line(line_no, "a timestamp that is not whole milliseconds");
+    }
+    double v = 0;
+    if (!parse_value(value, v)) return bad_line(line_no, "a value that is not a number");
+    const std::string_view name = line.substr(0, n);
+    // A sample belongs to the family announced last when its name is that family's or one of its
+    // suffixed series (histogram and summary parts); otherwise it is a family of its own.
+    exposition_family* f = nullptr;
+    if (current < out.size() && starts_with(name, out[current].name)) {
+      const std::string_view suffix = name.substr(out[current].name.size());
+      if (suffix.empty() || suffix == "_bucket" || suffix == "_sum" || suffix == "_count" || suffix == "_total" ||
+          suffix == "_created")
+        f = &out[current];
+    }
+    if (f == nullptr) {
+      f = &family_of(name);
+      current = by_name[f->name];
+    }
+    f->samples.emplace_back(std::string(line.substr(0, end)), v);
+  }
+  return out;
+}
+
+std::string write_exposition(const exposition& e) {
+  std::string out;
+  for (const auto& f : e) {
+    if (!f.help.empty()) out += "# HELP " + f.name + " " + f.help + "\n";
+    if (!f.type.empty()) out += "# TYPE " + f.name + " " + f.type + "\n";
+    for (const auto& [series, v] : f.samples) {
+      out += series;
+      out += ' ';
+      write_value(out, v);
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+merge_rule rule_of(std::string_view family, std::string_view type) noexcept {
+  if (starts_with(family, "sluice_pod_") || starts_with(family, "sluice_worker_") || starts_with(family, "sluice_config_"))
+    return merge_rule::max;  // the pod's shared segment: the same in every worker
+  if (type != "gauge") return merge_rule::sum;
+  for (std::string_view same : {"sluice_max_streams", "sluice_memory_budget_bytes", "sluice_memory_used_bytes",
+                                "sluice_upstream_circuit_state", "sluice_upstream_engine_saturated"})
+    if (family == same) return merge_rule::max;
+  for (std::string_view worst : {"sluice_upstream_healthy", "sluice_upstream_ratelimit_remaining", "process_start_time_seconds"})
+    if (family == worst) return merge_rule::min;
+  return merge_rule::sum;
+}
+
+exposition merge_expositions(const std::vector<exposition>& parts) {
+  exposition out;
+  std::unordered_map<std::string, std::size_t> families;
+  std::vector<std::unordered_map<std::string, std::size_t>> series;  // per family of `out`
+  for (const auto& part : parts) {
+    for (const auto& f : part) {
+      auto [fit, fresh] = families.try_emplace(f.name, out.size());
+      if (fresh) {
+        out.push_back(exposition_family{f.name, f.help, f.type, {}});
+        series.emplace_back();
+      }
+      auto& into = out[fit->second];
+      if (into.help.empty()) into.help = f.help;
+      if (into.type.empty()) into.type = f.type;
+      const merge_rule rule = into.type == f.type ? rule_of(into.name, into.type) : merge_rule::sum;
+      auto& index = series[fit->second];
+      for (const auto& [key, v] : f.samples) {
+        auto [sit, new_series] = index.try_emplace(key, into.samples.size());
+        if (new_series) {
+          into.samples.emplace_back(key, v);
+          continue;
+        }
+        double& have = into.samples[sit->second].second;
+        switch (rule) {
+          case merge_rule::sum: have += v; break;
+          case merge_rule::max: have = std::max(have, v); break;
+          case merge_rule::min: have = std::min(have, v); break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void fold_ended(exposition& into, const exposition& ended) {
+  exposition kept;
+  for (const auto& f : ended) {
+    if (f.type == "gauge" || rule_of(f.name, f.type) != merge_rule::sum) continue;
+    kept.push_back(f);
+  }
+  into = merge_expositions({into, kept});
+}
+
+}  // namespace sluice::obs
