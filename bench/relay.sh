@@ -19,6 +19,8 @@
 #
 #   SLUICE_BASELINE=/path/to/old/sluice bash bench/relay.sh   # adds target `baseline`: the previous
 #                                   binary, alternated with the new one run by run (same flags)
+#   SLUICE_BASELINE=build/sluice SLUICE_ARGS="--processes 2 --threads 1" BASELINE_ARGS="--processes 1 --threads 2" \
+#     bash bench/relay.sh --threads 2  # one binary, two shapes: 2 worker processes vs 1 process of 2 threads
 #
 # Loopback only. Every process it starts is stopped on exit.
 set -euo pipefail
@@ -40,7 +42,8 @@ Env: A_STREAMS A_TOKENS A_DELAY A_RAMP REPEAT_A, B_STREAMS B_REQUESTS B_TOKENS R
      C_STREAMS C_TOKENS C_DELAY C_RAMP REPEAT_C, D_STREAMS D_TOKENS D_DELAY D_RAMP REPEAT_D,
      A_DURATION B_DURATION C_DURATION D_DURATION (flood --duration caps), SIM_THREADS (1), THREADS, NGINX (/usr/sbin/nginx),
      NGINX_REUSEPORT (1), SLUICE_BIN (build/sluice), SLUICE_ARGS (extra `sluice serve` flags), TOKEN_SIZE (4),
-     SLUICE_BASELINE (a previous sluice binary to compare with, run as target `baseline`)
+     SLUICE_BASELINE (a previous sluice binary to compare with, run as target `baseline`),
+     BASELINE_ARGS (flags for target `baseline` only, after SLUICE_ARGS: compares two configurations)
 EOF
 }
 
@@ -151,11 +154,11 @@ start_target() {
   case $target in
     direct) T_PID=$SIM_PID T_PORT=$SIM_PORT ;;
     sluice|baseline)
-      local bin=$BIN
-      [ "$target" = baseline ] && bin=$BASE_BIN
+      local bin=$BIN extra=""
+      [ "$target" = baseline ] && bin=$BASE_BIN extra=${BASELINE_ARGS:-}
       [ -n "$bin" ] || bench_die "target baseline needs SLUICE_BASELINE"
       OPENAI_API_KEY=sk-bench-not-a-real-key bench_spawn "$logf" "$bin" serve \
-        --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$SIM_PORT" --threads "$THREADS" $SLUICE_ARGS
+        --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$SIM_PORT" --threads "$THREADS" $SLUICE_ARGS $extra
       T_PID=$BENCH_LAST_PID
       T_PORT=$(bench_wait_port "$logf" "$T_PID") || bench_die "sluice serve did not start"
       ;;
