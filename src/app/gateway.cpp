@@ -91,6 +91,17 @@ void report_bug(std::string_view group, std::string_view task, std::string_view 
 }
 }  // namespace
 
+// The admin address's requests go to thread 0's pipeline, which answers probes and metrics only.
+class gateway::admin_handler final : public http::request_handler {
+ public:
+  explicit admin_handler(proxy::pipeline& p) : p_(p) {}
+  task<bool> handle(http::request req, http::connection& conn) override { return p_.handle_admin(std::move(req), conn); }
+  task<void> reject(const error& e, http::connection& conn) override { return p_.reject(e, conn); }
+
+ private:
+  proxy::pipeline& p_;
+};
+
 gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source,
                  pod_link pod)
     : opts_(finished(std::move(opts))),
@@ -236,12 +247,37 @@ void gateway::register_metrics() {
     metrics_.add_collectable(shared_metrics_);
   }
   if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) throw std::invalid_argument(r.err().message);
+  if (!opts_.http.admin_listen.empty()) {  // admin-listen's own connection cap
+    const http::server_shared* a = &admin_shared_;
+    auto g = metrics_.add_callback_gauge("sluice_admin_connections_active", "Open connections on admin-listen.",
+                                         [a] { return static_cast<double>(a->open_connections.load()); });
+    auto c = metrics_.add_callback_counter("sluice_admin_connections_refused_total",
+                                           "Connections on admin-listen closed at once: admin-max-connections were open.",
+                                           [a] { return static_cast<double>(a->refused_connections.load()); });
+    if (!g || !c) throw std::invalid_argument("admin-listen metrics could not be registered");
+  }
 }
 
 gateway::~gateway() { stop(); }
 
-result<tcp::endpoint> gateway::start(int inherited_listener) {
+result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin) {
   tcp::endpoint bound;
+  if (!opts_.http.admin_listen.empty() || inherited_admin >= 0) {
+    admin_opts_ = opts_.http;
+    admin_opts_.max_connections = opts_.http.admin_max_connections;
+    admin_handler_ = std::make_unique<admin_handler>(*workers_[0].pipeline);
+    admin_server_ = std::make_unique<http::server>(pool_.context(0), admin_opts_, *admin_handler_, admin_shared_);
+    result<tcp::endpoint> at = tcp::endpoint{};
+    if (inherited_admin >= 0) {
+      at = admin_server_->adopt(inherited_admin);
+    } else {
+      auto ep = listen_endpoint(opts_.http.admin_listen);
+      if (!ep) return std::move(ep).err();
+      at = admin_server_->listen(*ep);
+    }
+    if (!at) return std::move(at).err();
+    admin_endpoint_ = *at;
+  }
   if (inherited_listener >= 0) {
     for (auto& w : workers_) {
       auto r = w.server->adopt(inherited_listener);
@@ -261,6 +297,7 @@ result<tcp::endpoint> gateway::start(int inherited_listener) {
   runtime::raise_fd_limit();
   sample_memory();
   for (auto& w : workers_) w.server->start();
+  if (admin_server_) admin_server_->start();
   auto ex = pool_.context(0).get_executor();
   background_.spawn(ex,
                     admission::pressure_loop(*budget_, streams_, static_cast<std::size_t>(opts_.admission.max_resets_per_tick),
@@ -335,6 +372,7 @@ void gateway::retire() {
   if (!started_ || stopped_) return;
   drain_.retiring = true;
   for (auto& w : workers_) w.server->stop_accepting_now();
+  if (admin_server_) admin_server_->stop_accepting_now();
   obs::log_info("retiring: a reload started this worker's successor; it accepts no more, and finishes its streams",
                 {{"streams", stream_metrics_->streams_active().value()}});
   finish_streams();
@@ -364,6 +402,7 @@ void gateway::stop() {
       redis_->stop();
     }
     for (auto& w : workers_) w.server->close_all();
+    if (admin_server_) admin_server_->close_all();
     pool_.release();
     // Every session notices its closed socket at once; give them a moment to unwind cleanly.
     if (!pool_.wait_for(std::chrono::seconds(5))) pool_.stop();
@@ -373,6 +412,7 @@ void gateway::stop() {
   // slot to its lease.
   if (shared_keys_) shared_keys_->detach();
   if (budgets_) budgets_->client = nullptr;
+  admin_server_.reset();
   workers_.clear();
   monitor_.reset();
 }

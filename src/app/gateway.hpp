@@ -59,7 +59,10 @@ class gateway {
   // Binds every worker thread's listener and starts serving. Returns the bound address. With
   // `inherited_listener` (a listening socket's descriptor, from the supervisor) every thread accepts
   // on that socket instead of binding its own.
-  result<tcp::endpoint> start(int inherited_listener = -1);
+  // `inherited_admin` likewise for admin-listen.
+  result<tcp::endpoint> start(int inherited_listener = -1, int inherited_admin = -1);
+  // admin-listen's bound address once started (nullopt without one).
+  std::optional<tcp::endpoint> admin_endpoint() const noexcept { return admin_endpoint_; }
   // The SIGTERM sequence: readiness fails at once; serve on for drain_delay; stop accepting; let
   // running streams finish for up to drain_timeout; end the rest with an in-band error; stop.
   void drain();
@@ -152,6 +155,14 @@ class gateway {
   runtime::task_group background_;
   runtime::worker_pool pool_;
   std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist
+  // admin-listen: one server on thread 0 with its own connection cap, answering probes and metrics
+  // through thread 0's pipeline (after pool_ and workers_' pipelines it uses: destroyed first).
+  class admin_handler;
+  http::server_options admin_opts_;
+  http::server_shared admin_shared_;
+  std::unique_ptr<admin_handler> admin_handler_;
+  std::unique_ptr<http::server> admin_server_;
+  std::optional<tcp::endpoint> admin_endpoint_;
   std::unique_ptr<redis::client> redis_;  // after pool_ likewise (its connections are on its threads)
   bool started_ = false;
   bool stopped_ = false;

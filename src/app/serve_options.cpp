@@ -32,6 +32,13 @@ result<void> serve_options::validate() const {
     if (auto r = copy.finish_routing(); !r) return std::move(r).err();
   }
   if (auto a = config::parse_host_port(http.listen); !a) return std::move(a).err();
+  if (!http.admin_listen.empty()) {
+    auto a = config::parse_host_port(http.admin_listen);
+    if (!a) return error::make(errc::bad_request, "admin-listen: " + a.err().message);
+    if (http.admin_listen == http.listen && a->port != 0)  // port 0: each gets a free port of its own
+      return error::make(errc::bad_request, "admin-listen must differ from listen");
+  }
+  if (http.admin_max_connections < 1) return error::make(errc::bad_request, "admin-max-connections must be at least 1");
   if (auto n = process_count(); !n) return std::move(n).err();
   if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
   if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");

@@ -81,6 +81,7 @@ class supervisor {
   ~supervisor() {
     if (sigfd_ >= 0) ::close(sigfd_);
     if (listener_ >= 0) ::close(listener_);
+    if (admin_ >= 0) ::close(admin_);
     for (auto& p : procs_)
       if (p.ready_fd >= 0) ::close(p.ready_fd);
   }
@@ -91,6 +92,7 @@ class supervisor {
 
  private:
   result<void> bind_listener();
+  static result<int> bind_address(const std::string& listen);
   bool spawn(generation& g, std::size_t position);
   [[noreturn]] void child(const generation& g, std::size_t row, int ready_w);
   void on_signal(int sig);
@@ -109,6 +111,7 @@ class supervisor {
   std::optional<generation> next_;  // a reload whose workers are starting
   pid_t self_;
   int listener_ = -1;
+  int admin_ = -1;  // admin-listen's socket, when configured
   int sigfd_ = -1;
   runtime::shared_segment<pod_state> pod_;
   obs::exposition ended_;  // the sums of every worker that has ended (pod_->ended holds it written)
@@ -120,7 +123,19 @@ class supervisor {
 };
 
 result<void> supervisor::bind_listener() {
-  auto ep = listen_endpoint(current_.opts->http.listen);
+  auto fd = bind_address(current_.opts->http.listen);
+  if (!fd) return std::move(fd).err();
+  listener_ = *fd;
+  if (!current_.opts->http.admin_listen.empty()) {
+    auto a = bind_address(current_.opts->http.admin_listen);
+    if (!a) return std::move(a).err();
+    admin_ = *a;
+  }
+  return ok;
+}
+
+result<int> supervisor::bind_address(const std::string& listen) {
+  auto ep = listen_endpoint(listen);
   if (!ep) return std::move(ep).err();
   const int fd = ::socket(ep->protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return error::make(errc::internal, std::string("socket: ") + std::strerror(errno));
@@ -129,10 +144,9 @@ result<void> supervisor::bind_listener() {
   if (::bind(fd, ep->data(), static_cast<socklen_t>(ep->size())) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     const int e = errno;
     ::close(fd);
-    return error::make(errc::internal, "cannot listen on " + current_.opts->http.listen + ": " + std::strerror(e));
+    return error::make(errc::internal, "cannot listen on " + listen + ": " + std::strerror(e));
   }
-  listener_ = fd;
-  return ok;
+  return fd;
 }
 
 std::size_t supervisor::free_row() const {
@@ -196,7 +210,7 @@ void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   // A supervisor that dies (even by SIGKILL) drains its workers rather than orphaning them.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != self_) std::_Exit(0);
-  const int code = run_worker(*g.opts, listener_, pod_link{pod_.get(), row}, ready_w);
+  const int code = run_worker(*g.opts, listener_, admin_, pod_link{pod_.get(), row}, ready_w);
   std::fflush(nullptr);
   std::_Exit(code);
 }
@@ -282,8 +296,18 @@ void supervisor::on_ready(process& p) {
     tcp::endpoint ep;
     std::memcpy(ep.data(), &addr, std::min<std::size_t>(len, ep.capacity()));
     ep.resize(len);
-    std::printf("sluice serve listening on %s:%u (upstream %s; %zu worker processes)\n", ep.address().to_string().c_str(),
-                static_cast<unsigned>(ep.port()), upstreams.c_str(), current_.processes);
+    std::string admin;
+    if (admin_ >= 0) {
+      sockaddr_storage aaddr{};
+      socklen_t alen = sizeof aaddr;
+      ::getsockname(admin_, reinterpret_cast<sockaddr*>(&aaddr), &alen);
+      tcp::endpoint aep;
+      std::memcpy(aep.data(), &aaddr, std::min<std::size_t>(alen, aep.capacity()));
+      aep.resize(alen);
+      admin = "; admin " + aep.address().to_string() + ":" + std::to_string(aep.port());
+    }
+    std::printf("sluice serve listening on %s:%u (upstream %s; %zu worker processes%s)\n", ep.address().to_string().c_str(),
+                static_cast<unsigned>(ep.port()), upstreams.c_str(), current_.processes, admin.c_str());
     std::fflush(stdout);
     obs::log_info("sluice serve started", {{"listen", std::string_view(current_.opts->http.listen)},
                                            {"port", static_cast<std::uint64_t>(ep.port())},
@@ -409,7 +433,8 @@ void supervisor::reload() {
   auto opts = settings_.reload();
   if (!opts) return refuse(opts.err().message);
   if (auto r = check_startable(*opts); !r) return refuse(r.err().message);
-  if (opts->http.listen != current_.opts->http.listen) return refuse("listen cannot change by a reload (restart the pod)");
+  if (opts->http.listen != current_.opts->http.listen || opts->http.admin_listen != current_.opts->http.admin_listen)
+    return refuse("listen and admin-listen cannot change by a reload (restart the pod)");
   auto g = make_generation(current_.number + 1, std::move(*opts));
   std::size_t live = procs_.size();
   if (live + g.processes > pod_state::max_workers) return refuse("the previous generation is still finishing its streams");

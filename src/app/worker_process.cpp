@@ -13,7 +13,7 @@
 
 namespace sluice::app {
 
-int run_worker(const serve_options& opts, int listener, pod_link pod, int ready_fd) {
+int run_worker(const serve_options& opts, int listener, int admin, pod_link pod, int ready_fd) {
   const std::int64_t pid = ::getpid();
   // SIGHUP is the supervisor's (a reload); a worker that got one from a stray `kill` ignores it.
   ::signal(SIGHUP, SIG_IGN);
@@ -25,8 +25,9 @@ int run_worker(const serve_options& opts, int listener, pod_link pod, int ready_
     obs::log_error("worker process: the config cannot start", {{"pid", pid}, {"error", std::string_view(e.what())}});
     return 2;
   }
-  auto ep = gw->start(listener);
+  auto ep = gw->start(listener, admin);
   ::close(listener);  // the threads accept on their own duplicates: once they stop, this worker holds none
+  if (admin >= 0) ::close(admin);
   if (!ep) {
     obs::log_error("worker process: cannot serve", {{"pid", pid}, {"error", std::string_view(ep.err().message)}});
     return 1;

@@ -9,6 +9,7 @@
 
 namespace sluice::app {
 
-int run_worker(const serve_options& opts, int listener, pod_link pod, int ready_fd);
+// `admin`: the inherited admin-listen socket, or -1.
+int run_worker(const serve_options& opts, int listener, int admin, pod_link pod, int ready_fd);
 
 }  // namespace sluice::app

@@ -82,8 +82,10 @@ int run_serve(serve_state& st) {
     if (!upstreams.empty()) upstreams += ", ";
     upstreams += u.name + "=" + u.url;
   }
-  std::printf("sluice serve listening on %s:%u (upstream %s)\n", ep->address().to_string().c_str(),
-              static_cast<unsigned>(ep->port()), upstreams.c_str());
+  std::string admin;
+  if (auto a = gw.admin_endpoint()) admin = "; admin " + a->address().to_string() + ":" + std::to_string(a->port());
+  std::printf("sluice serve listening on %s:%u (upstream %s%s)\n", ep->address().to_string().c_str(),
+              static_cast<unsigned>(ep->port()), upstreams.c_str(), admin.c_str());
   std::fflush(stdout);
   obs::log_info("sluice serve started",
                 {{"listen", std::string_view(st.opts.http.listen)},

@@ -27,7 +27,10 @@ void server_options::register_options(config::option_table& t) {
                 linger_bytes)
       .add("max-connections",
            "open client connections at most, more are closed at once (0 = half the descriptor limit, at most 20000)",
-           max_connections);
+           max_connections)
+      .add("admin-listen", "a second address, HOST:PORT, serving only /healthz, /readyz and /metrics, outside max-connections",
+           admin_listen)
+      .add("admin-max-connections", "open connections at most on admin-listen", admin_max_connections);
 }
 
 std::uint64_t effective_max_connections(std::uint64_t configured, std::uint64_t fd_soft_limit) noexcept {

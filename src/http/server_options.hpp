@@ -32,6 +32,10 @@ struct server_options {
   std::uint64_t linger_bytes = 1024 * 1024;
   std::uint64_t max_connections = 0;               // accepted connections over this are closed at once;
                                                    // 0 = derived from the descriptor limit (below)
+  // A second address for probes and metrics only (/healthz, /readyz, /metrics), with its own
+  // connection cap: answered when the main listener is at max-connections. Empty: none.
+  std::string admin_listen;
+  std::uint64_t admin_max_connections = 64;
 
   void register_options(config::option_table& t);
 };

@@ -129,6 +129,23 @@ task<bool> pipeline::handle(http::request req, http::connection& conn) {
   co_return ctx.keep_alive && ctx.end.written;
 }
 
+task<bool> pipeline::handle_admin(http::request req, http::connection& conn) {
+  request_context ctx(conn, req.version());
+  ctx.request_id = request_id_of(req);
+  ctx.bytes_in = req.body().size();
+  ctx.keep_alive = keep_alive(req);
+  // Nothing but the probes is even parsed here: a completion request's body is not looked at.
+  const std::string_view target = path_without_query(req);
+  const bool probe = target == "/healthz" || target == "/readyz" || target == "/metrics";
+  std::optional<error> bad;
+  if (!probe) bad = error::make(errc::not_found, "This address (admin-listen) serves only /healthz, /readyz and /metrics.");
+  else bad = parse(ctx, req);
+  if (bad) co_await send_error(ctx, *bad);
+  else co_await serve_probe(ctx, req);
+  finish(ctx);
+  co_return ctx.keep_alive && ctx.end.written;
+}
+
 task<void> pipeline::reject(const error& e, http::connection& conn) {
   // A request that could not be read (400/408/413/414/431): answered, logged and counted like any
   // other, on the connection's last response.

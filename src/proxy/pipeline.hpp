@@ -52,6 +52,8 @@ class pipeline final : public http::request_handler {
 
   task<bool> handle(http::request req, http::connection& conn) override;
   task<void> reject(const error& e, http::connection& conn) override;
+  // A request on the admin address (admin-listen): the probes and /metrics; anything else 404.
+  task<bool> handle_admin(http::request req, http::connection& conn);
 
   // A worker slot for background jobs (background.cpp): takes jobs from the store while it is not
   // draining, one at a time; spawned worker-max-jobs times across the threads.

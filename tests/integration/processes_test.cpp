@@ -376,4 +376,46 @@ TEST_F(Processes, TheMemoryBudgetHoldsThePodsSummedResidentMemory) {
         << "each worker alone is under the shed line: the pod's sum is what sheds";
 }
 
+// The admin address's port, from the "listening on" line ("; admin HOST:PORT").
+std::uint16_t admin_port(const std::string& output) {
+  static const std::regex re(R"(; admin [0-9.]+:([0-9]+)\))");
+  std::smatch m;
+  return std::regex_search(output, m, re) ? static_cast<std::uint16_t>(std::stoi(m[1].str())) : 0;
+}
+
+TEST_F(Processes, AdminListenAnswersProbesAndThePodsMetricsWhenTheMainListenerIsFull) {
+  // One process, one connection allowed on the main address.
+  test::serve_node one(args("1", {"--max-connections", "1", "--admin-listen", "127.0.0.1:0"}));
+  ASSERT_NE(one.port, 0);
+  one.p.keep_reading();
+  const std::uint16_t admin = admin_port(one.p.output());
+  ASSERT_NE(admin, 0) << one.p.output();
+  test::client_socket held(one.port);  // the main listener's one connection
+  held.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  char buf[512];
+  ASSERT_GT(held.sock.read_some(test::net::buffer(buf)), 0u);
+  EXPECT_EQ(test::call(one.port, test::bhttp::verb::get, "/healthz").result_int(), 0) << "the main listener is full";
+  EXPECT_EQ(test::call(admin, test::bhttp::verb::get, "/healthz").result_int(), 200);
+  EXPECT_EQ(test::call(admin, test::bhttp::verb::get, "/readyz").result_int(), 200);
+  const auto metrics = test::call(admin, test::bhttp::verb::get, "/metrics");
+  EXPECT_EQ(metrics.result_int(), 200);
+  EXPECT_NE(metrics.body().find("sluice_admin_connections_active 1"), std::string::npos) << metrics.body().substr(0, 300);
+  auto other = test::call(admin, test::bhttp::verb::post, "/v1/chat/completions", test::chat_body(false));
+  EXPECT_EQ(other.result_int(), 404) << other.body();
+  EXPECT_NE(other.body().find("admin-listen"), std::string::npos) << other.body();
+  held.close();
+
+  // A pod: every worker accepts on the admin address too, and answers for the pod.
+  test::serve_node pod(args("2", {"--admin-listen", "127.0.0.1:0"}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  const std::uint16_t pod_admin = admin_port(pod.p.output());
+  ASSERT_NE(pod_admin, 0) << pod.p.output();
+  for (int i = 0; i < 4; ++i) {
+    const auto m = test::call(pod_admin, test::bhttp::verb::get, "/metrics");
+    EXPECT_NE(m.body().find("\nsluice_worker_processes 2\n"), std::string::npos);
+  }
+  EXPECT_EQ(pod.p.signal_and_wait(SIGTERM), 0) << pod.p.output();
+}
+
 }  // namespace
