@@ -9,6 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <future>
 #include <map>
 #include <memory>
@@ -220,6 +224,17 @@ TEST_F(Processes, MetricsAreOneViewOfThePodAndAnEndedWorkersCountersStayInIt) {
   // Whichever worker answers the scrape, it counts the pod's 30, not its own share.
   for (int i = 0; i < 6; ++i) EXPECT_EQ(pod.metric(ok_chats), 30) << "scrape " << i;
   EXPECT_EQ(pod.metric("sluice_worker_processes"), 3) << "a shared series, not summed";
+  // The merged exposition is one Prometheus exposition: promtool accepts it.
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    const std::string path = test::temp_file_with(test::call(pod.port, test::bhttp::verb::get, "/metrics").body());
+    const int rc = std::system(("promtool check metrics < " + path + " > " + path + ".out 2>&1").c_str());
+    std::ifstream report(path + ".out");
+    EXPECT_EQ(rc, 0) << std::string(std::istreambuf_iterator<char>(report), {});
+    std::remove(path.c_str());
+    std::remove((path + ".out").c_str());
+  } else {
+    ADD_FAILURE() << "promtool is not installed (scripts/install-deps.sh installs it)";
+  }
   // A worker that ends keeps its counts in the pod's sums: each scrape above had every worker
   // publish its figures, so the killed one's last published are whole.
   const auto pids = serving_pids(pod.p.output());
