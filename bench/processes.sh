@@ -69,10 +69,11 @@ OPENAI_API_KEY=sk-bench-not-a-real-key bench_spawn "$OUT/serve.log" "$BIN" serve
 GW=$BENCH_LAST_PID
 PORT=$(bench_wait_port "$OUT/serve.log" "$GW") || bench_die "sluice serve did not start"
 
-metrics() {  # the pod's /metrics (empty when it cannot connect)
+metrics() (  # the pod's /metrics (empty when it cannot connect, or the gateway closes at max-connections)
+  trap '' PIPE
   { exec 3<>"/dev/tcp/127.0.0.1/$PORT" &&
     printf 'GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n' >&3 && cat <&3; } 2>/dev/null || true
-}
+)
 metric() { printf '%s\n' "$1" | awk -v n="$2" '$1 == n {print $2; exit}'; }
 tree_ticks() {  # utime+stime of the gateway's supervisor and workers
   local t=0 p
