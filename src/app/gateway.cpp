@@ -133,7 +133,8 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
       opts_.admission, *budget_, admission::controller::now_fn{},
       pod_ ? admission::pod_share{&pod_.pod->streams, pod_.row} : admission::pod_share{});
   if (!opts_.admission.keys_file.empty()) {
-    auto k = admission::client_keys::load_file(opts_.admission.keys_file);
+    auto k = opts_.keys_text ? admission::client_keys::parse(*opts_.keys_text)
+                             : admission::client_keys::load_file(opts_.admission.keys_file);
     if (!k) throw std::invalid_argument(k.err().message);
     keys_.emplace(std::move(*k));
   }

@@ -2,6 +2,9 @@
 // config file and flags, then frozen and shared read-only.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "admission/options.hpp"
 #include "http/server_options.hpp"
 #include "jobs/options.hpp"
@@ -33,6 +36,10 @@ struct serve_options {
   // Worker processes under a supervisor (docs/processes.md): "1" is one process and no supervisor,
   // "auto" one per core, else a count up to pod_state::max_processes.
   std::string processes = "1";
+  // Not an option: the keys file's content as the supervisor read it for a generation of worker
+  // processes, so that every worker of it (a replacement started later included) has the same keys
+  // whatever happens to the file; a reload reads it again. Unset: the gateway reads keys-file.
+  std::optional<std::string> keys_text;
 
   void register_options(config::option_table& t);
   // Cross-field checks after loading (e.g. buffers, URLs). Errors name the option.

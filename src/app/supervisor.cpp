@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -406,8 +408,7 @@ void supervisor::ended(process p, int status) {
   }
   unsigned& failures = current_.failures[p.position];
   failures = uptime < quick_death ? failures + 1 : 1;
-  auto delay = clock::duration::zero();
-  if (failures > 1) delay = std::min<clock::duration>(backoff_first * (1u << std::min(failures - 2, 6u)), backoff_max);
+  const clock::duration delay = restart_delay(failures);
   current_.restart[p.position] = clock::now() + delay;
   if (delay > clock::duration::zero())
     obs::log_warn("worker process keeps ending: its replacement waits", {{"position", static_cast<std::uint64_t>(p.position)},
@@ -432,7 +433,7 @@ void supervisor::reload() {
   if (!settings_.reload) return refuse("no config to read again");
   auto opts = settings_.reload();
   if (!opts) return refuse(opts.err().message);
-  if (auto r = check_startable(*opts); !r) return refuse(r.err().message);
+  if (auto r = prepare_generation(*opts); !r) return refuse(r.err().message);
   if (opts->http.listen != current_.opts->http.listen || opts->http.admin_listen != current_.opts->http.admin_listen)
     return refuse("listen and admin-listen cannot change by a reload (restart the pod)");
   auto g = make_generation(current_.number + 1, std::move(*opts));
@@ -501,14 +502,25 @@ void supervisor::on_timers(clock::time_point now) {
 
 }  // namespace
 
-result<void> check_startable(const serve_options& opts) {
+result<void> prepare_generation(serve_options& opts) {
   serve_options copy = opts;
   if (auto r = copy.finish_routing(); !r) return std::move(r).err();
-  if (!copy.admission.keys_file.empty()) {
-    auto k = admission::client_keys::load_file(copy.admission.keys_file);
-    if (!k) return std::move(k).err();
+  opts.keys_text.reset();
+  if (!opts.admission.keys_file.empty()) {
+    std::ifstream in(opts.admission.keys_file, std::ios::binary);
+    if (!in) return error::make(errc::bad_request, "keys-file: cannot read " + opts.admission.keys_file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (auto k = admission::client_keys::parse(text); !k)
+      return error::make(errc::bad_request, "keys-file " + opts.admission.keys_file + ": " + k.err().message);
+    opts.keys_text = std::move(text);
   }
   return ok;
+}
+
+std::chrono::milliseconds restart_delay(unsigned quick_deaths_in_a_row) {
+  if (quick_deaths_in_a_row <= 1) return std::chrono::milliseconds(0);
+  const unsigned doublings = std::min(quick_deaths_in_a_row - 2, 6u);
+  return std::min<std::chrono::milliseconds>(backoff_first * (1u << doublings), backoff_max);
 }
 
 int supervise(serve_options opts, supervisor_settings settings) {

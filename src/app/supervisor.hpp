@@ -6,6 +6,7 @@
 // Call supervise() from the main thread before any other thread exists (it forks).
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "app/serve_options.hpp"
@@ -19,9 +20,14 @@ struct supervisor_settings {
   std::function<result<serve_options>()> reload;
 };
 
-// Whether a gateway can be built from `opts` (routing, the keys file, Redis settings): what a
-// worker would refuse at start, found before any worker starts.
-result<void> check_startable(const serve_options& opts);
+// Whether a gateway can be built from `opts` (routing, the keys file): what a worker would refuse
+// at start, found before any worker starts. Reads the keys file into opts.keys_text, which every
+// worker of the generation then uses.
+result<void> prepare_generation(serve_options& opts);
+
+// How long the replacement of a worker that ended waits, given how many times in a row it ended
+// within 10 s of its start (1: at once; then 250 ms, doubling, at most 10 s).
+std::chrono::milliseconds restart_delay(unsigned quick_deaths_in_a_row);
 
 // Runs the pod with opts.process_count() workers until SIGTERM/SIGINT and the workers' drain;
 // returns the process's exit code (0 after a clean stop; 1 when the first workers could not start).

@@ -55,7 +55,7 @@ int run_serve(serve_state& st) {
   }
   if (auto n = st.opts.process_count(); n && *n > 1) {
     // A supervisor and its worker processes (docs/processes.md). Nothing here has started a thread.
-    if (auto r = app::check_startable(st.opts); !r) {
+    if (auto r = app::prepare_generation(st.opts); !r) {
       std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
       return 2;
     }

@@ -40,6 +40,16 @@ std::vector<int> serving_pids(const std::string& output) {
   return out;
 }
 
+// The serving pids once at least `n` workers have said they serve (or what there is at `limit`).
+std::vector<int> wait_serving(test::serve_node& pod, std::size_t n, std::chrono::milliseconds limit = 5000ms) {
+  std::vector<int> pids;
+  test::wait_until([&] {
+    pids = serving_pids(pod.p.output());
+    return pids.size() >= n;
+  }, limit);
+  return pids;
+}
+
 // Sockets a process has open now (its client connections and its upstream connections).
 int open_sockets(int pid) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
@@ -136,12 +146,7 @@ TEST_F(Processes, AWorkerKilledWithNineCutsOnlyItsOwnStreamsAndIsReplacedAtOnce)
   test::serve_node pod(args("3"));
   ASSERT_NE(pod.port, 0);
   pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
-  std::vector<int> pids;
-  test::wait_until([&] {
-    pod.p.pump(5);
-    pids = serving_pids(pod.p.output());
-    return pids.size() == 3;
-  });
+  const std::vector<int> pids = wait_serving(pod, 3);
   ASSERT_EQ(pids.size(), 3u) << pod.p.output();
   std::map<int, int> baseline;
   for (int pid : pids) baseline[pid] = open_sockets(pid);
@@ -170,13 +175,8 @@ TEST_F(Processes, AWorkerKilledWithNineCutsOnlyItsOwnStreamsAndIsReplacedAtOnce)
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
 
   // A replacement serves within 2 s.
-  int replacement = 0;
-  test::wait_until([&] {
-    pod.p.pump(5);
-    auto now = serving_pids(pod.p.output());
-    if (now.size() == 4) replacement = now.back();
-    return replacement != 0;
-  }, 5000ms);
+  const auto now_serving = wait_serving(pod, 4);
+  const int replacement = now_serving.size() == 4 ? now_serving.back() : 0;
   const auto replaced_in = std::chrono::steady_clock::now() - killed_at;
   ASSERT_NE(replacement, 0) << pod.p.output();
   EXPECT_LT(replaced_in, 2s);
@@ -240,7 +240,7 @@ TEST_F(Processes, MetricsAreOneViewOfThePodAndAnEndedWorkersCountersStayInIt) {
   const auto pids = serving_pids(pod.p.output());
   ASSERT_EQ(pids.size(), 3u);
   ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
-  ASSERT_LT(test::wait_until([&] { return serving_pids(pod.p.output()).size() == 4; }), 5001ms);
+  ASSERT_EQ(wait_serving(pod, 4).size(), 4u);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(pod.metric(ok_chats), 30) << "after the kill, scrape " << i;
 }
 
@@ -275,12 +275,7 @@ TEST_F(Processes, SlotsAWorkerHeldWhenKilledGoBackToThePod) {
   test::serve_node pod(args("2", {"--max-streams", "4", "--queue-depth", "0"}));
   ASSERT_NE(pod.port, 0);
   pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
-  std::vector<int> pids;
-  test::wait_until([&] {
-    pod.p.pump(5);
-    pids = serving_pids(pod.p.output());
-    return pids.size() == 2;
-  });
+  const std::vector<int> pids = wait_serving(pod, 2);
   ASSERT_EQ(pids.size(), 2u);
   std::vector<std::unique_ptr<open_stream>> open;
   for (int i = 0; i < 4; ++i) {
@@ -291,11 +286,7 @@ TEST_F(Processes, SlotsAWorkerHeldWhenKilledGoBackToThePod) {
   // Both workers killed with their streams: the supervisor gives their rows' slots back.
   for (int pid : pids) ::kill(pid, SIGKILL);
   for (auto& s : open) s->read_rest();
-  ASSERT_LT(test::wait_until([&] {
-              pod.p.pump(5);
-              return serving_pids(pod.p.output()).size() >= 4;
-            }, 10000ms),
-            10001ms);
+  ASSERT_GE(wait_serving(pod, 4, 10000ms).size(), 4u);
   EXPECT_EQ(pod.metric("sluice_pod_streams_in_use"), 0);
   std::vector<std::unique_ptr<open_stream>> again;
   for (int i = 0; i < 4; ++i) {
@@ -389,6 +380,59 @@ TEST_F(Processes, TheMemoryBudgetHoldsThePodsSummedResidentMemory) {
   for (int pid : pids)
     EXPECT_LT(static_cast<double>(resident_bytes(pid)), 0.9 * static_cast<double>(budget))
         << "each worker alone is under the shed line: the pod's sum is what sheds";
+}
+
+TEST_F(Processes, SigtermDrainsTheStreamsOfEveryWorker) {
+  test::serve_node pod(args("3"));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  std::vector<std::unique_ptr<open_stream>> open;
+  for (int i = 0; i < 9; ++i) {
+    open.push_back(std::make_unique<open_stream>(pod.port, 20, 50));
+    ASSERT_EQ(open.back()->status, 200);
+  }
+  ASSERT_EQ(::kill(pod.p.pid(), SIGTERM), 0);
+  for (auto& s : open) {
+    s->read_rest();
+    EXPECT_TRUE(s->done()) << s->got.substr(0, 300);
+    EXPECT_EQ(s->content_events(), 20u);
+  }
+  EXPECT_EQ(pod.p.signal_and_wait(SIGTERM), 0) << "a second SIGTERM after the streams ended changes nothing";
+  EXPECT_NE(pod.p.output().find("supervisor stopped"), std::string::npos);
+}
+
+TEST_F(Processes, WorkersOfAKilledSupervisorDrainAndExit) {
+  test::serve_node pod(args("2"));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  const auto pids = wait_serving(pod, 2);
+  ASSERT_EQ(pids.size(), 2u);
+  ::kill(pod.p.pid(), SIGKILL);
+  // PR_SET_PDEATHSIG: each worker gets SIGTERM, drains (no streams, --drain-delay 0s) and exits.
+  EXPECT_LT(test::wait_until([&] {
+              return process_state(pids[0]) == 0 || process_state(pids[0]) == 'Z';
+            }, 10000ms),
+            10001ms);
+  EXPECT_LT(test::wait_until([&] {
+              return process_state(pids[1]) == 0 || process_state(pids[1]) == 'Z';
+            }, 10000ms),
+            10001ms);
+}
+
+TEST_F(Processes, AReplacementWorkerServesItsGenerationsKeysWhateverTheFileSaysNow) {
+  const std::string keys = test::temp_file_with("sk-gen 0 0 gen\n");
+  test::serve_node pod(args("2", {"--keys-file", keys}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  const auto pids = wait_serving(pod, 2);
+  ASSERT_EQ(pids.size(), 2u);
+  std::ofstream(keys) << "sk-broken not-a-number 0\n";  // broken, and not reloaded
+  ::kill(pids[0], SIGKILL);
+  ASSERT_EQ(wait_serving(pod, 3).size(), 3u) << "the replacement starts with the generation's keys";
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-gen"}}).result_int(), 200);
+  EXPECT_EQ(pod.metric("sluice_worker_restarts_total"), 1);
+  ::unlink(keys.c_str());
 }
 
 // The admin address's port, from the "listening on" line ("; admin HOST:PORT").
