@@ -539,19 +539,4 @@ task<acquire_result> controller::acquire(std::uint64_t reserve_bytes, net::cance
       initiate_wait{this, reserve_bytes, lane.id, withdraw, ex}, use_task);
 }
 
-task<void> pod_regrant_loop(controller& c, const pod_slots& slots, duration every) {
-  net::steady_timer timer(co_await net::this_coro::executor);
-  std::uint64_t seen = slots.releases();
-  for (;;) {
-    timer.expires_after(every);
-    error_code ec;
-    co_await timer.async_wait(ec_out(ec));
-    if (ec) co_return;
-    const std::uint64_t now = slots.releases();
-    if (now == seen) continue;
-    seen = now;
-    c.regrant();
-  }
-}
-
 }  // namespace sluice::admission

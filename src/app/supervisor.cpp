@@ -14,14 +14,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "admission/client_keys.hpp"
 #include "app/gateway.hpp"
 #include "app/pod.hpp"
 #include "app/worker_process.hpp"
@@ -37,10 +34,10 @@ using clock = std::chrono::steady_clock;
 // A worker that has not said it serves within this long is killed (and counts as failing).
 constexpr auto ready_timeout = std::chrono::seconds(30);
 // A worker that dies sooner than this after its start is failing again: its replacement waits
-// 250 ms, then 0.5, 1, 2 ... up to 10 s. The first death of a worker is replaced at once.
+// restart_delay() (generation.cpp): at once the first time, then 250 ms doubling to 10 s.
 constexpr auto quick_death = std::chrono::seconds(10);
-constexpr auto backoff_first = std::chrono::milliseconds(250);
-constexpr auto backoff_max = std::chrono::milliseconds(10'000);
+// A fork that failed is tried again this much later.
+constexpr auto spawn_retry = std::chrono::seconds(10);
 // After SIGTERM the workers get drain_delay + drain_timeout and this much more before SIGKILL.
 constexpr auto stop_grace = std::chrono::seconds(5);
 
@@ -496,32 +493,11 @@ void supervisor::on_timers(clock::time_point now) {
     if (!current_.restart[i] || now < *current_.restart[i]) continue;
     current_.restart[i].reset();
     if (spawn(current_, i)) pod_->restarts.fetch_add(1);
-    else current_.restart[i] = now + backoff_max;
+    else current_.restart[i] = now + spawn_retry;
   }
 }
 
 }  // namespace
-
-result<void> prepare_generation(serve_options& opts) {
-  serve_options copy = opts;
-  if (auto r = copy.finish_routing(); !r) return std::move(r).err();
-  opts.keys_text.reset();
-  if (!opts.admission.keys_file.empty()) {
-    std::ifstream in(opts.admission.keys_file, std::ios::binary);
-    if (!in) return error::make(errc::bad_request, "keys-file: cannot read " + opts.admission.keys_file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (auto k = admission::client_keys::parse(text); !k)
-      return error::make(errc::bad_request, "keys-file " + opts.admission.keys_file + ": " + k.err().message);
-    opts.keys_text = std::move(text);
-  }
-  return ok;
-}
-
-std::chrono::milliseconds restart_delay(unsigned quick_deaths_in_a_row) {
-  if (quick_deaths_in_a_row <= 1) return std::chrono::milliseconds(0);
-  const unsigned doublings = std::min(quick_deaths_in_a_row - 2, 6u);
-  return std::min<std::chrono::milliseconds>(backoff_first * (1u << doublings), backoff_max);
-}
 
 int supervise(serve_options opts, supervisor_settings settings) {
   supervisor s(std::move(opts), std::move(settings));
