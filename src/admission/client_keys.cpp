@@ -76,14 +76,19 @@ void key_permit::reset() noexcept {
   entry_ = nullptr;
 }
 
+void settle_tokens(token_bucket& tokens, const permit_usage& u) {
+  if (!u.used_tokens || *u.used_tokens == u.reserved_tokens) return;
+  if (*u.used_tokens < u.reserved_tokens) tokens.give_back(u.reserved_tokens - *u.used_tokens);
+  else tokens.take(*u.used_tokens - u.reserved_tokens);
+}
+
 void client_keys::release(detail::key_entry& e, const permit_usage& u) noexcept {
   e.in_use.fetch_sub(1, std::memory_order_acq_rel);
   if (!e.tokens || !u.used_tokens || *u.used_tokens == u.reserved_tokens) return;
   auto now = now_();
   std::lock_guard lock(e.mu);
   e.tokens->refill(now);
-  if (*u.used_tokens < u.reserved_tokens) e.tokens->give_back(u.reserved_tokens - *u.used_tokens);
-  else e.tokens->take(*u.used_tokens - u.reserved_tokens);
+  settle_tokens(*e.tokens, u);
 }
 
 client_keys::client_keys(now_fn now) : now_(now ? std::move(now) : now_fn([] { return clock::now(); })) {}
@@ -220,14 +225,34 @@ rate_headers client_keys::make_headers(std::uint64_t rpm, double requests_left, 
   return h;
 }
 
-rate_headers client_keys::headers_locked(const detail::key_entry& e) {
+rate_headers bucket_headers(const std::optional<token_bucket>& requests, const std::optional<token_bucket>& tokens) {
   rate_headers h;
-  if (e.requests)
-    h.requests = rate_header{e.requests->limit(), e.requests->remaining(),
-                             format_openai_duration(e.requests->time_until_full())};
-  if (e.tokens)
-    h.tokens = rate_header{e.tokens->limit(), e.tokens->remaining(), format_openai_duration(e.tokens->time_until_full())};
+  if (requests)
+    h.requests = rate_header{requests->limit(), requests->remaining(), format_openai_duration(requests->time_until_full())};
+  if (tokens) h.tokens = rate_header{tokens->limit(), tokens->remaining(), format_openai_duration(tokens->time_until_full())};
   return h;
+}
+
+std::optional<rate_refusal> decide_on(std::uint64_t max_streams, std::uint64_t in_use,
+                                      std::optional<token_bucket>& requests, std::optional<token_bucket>& tokens,
+                                      std::uint64_t cost) {
+  auto wait = [](duration d) { return std::max(std::chrono::ceil<std::chrono::seconds>(d), std::chrono::seconds(1)); };
+  if (max_streams != 0 && in_use >= max_streams) {
+    // We cannot know when one of the key's streams ends; a second is a polite minimum.
+    return rate_refusal{rate_limit_kind::concurrency, std::chrono::seconds(1), bucket_headers(requests, tokens)};
+  }
+  // A burst of up to rpm requests, refilled at rpm per minute.
+  if (requests && !requests->can_take(1))
+    return rate_refusal{rate_limit_kind::rpm, wait(requests->time_until(1)), bucket_headers(requests, tokens)};
+  // Tokens: the estimate must be there (a cost above the whole limit waits for a full bucket and
+  // then goes into debt, as the upstream pacer does: the estimate is a ceiling, not a use).
+  if (tokens) {
+    if (auto d = tokens->time_until(cost); d > duration::zero())
+      return rate_refusal{rate_limit_kind::tpm, wait(d), bucket_headers(requests, tokens)};
+  }
+  if (requests) requests->take(1);
+  if (tokens) tokens->take(cost);
+  return std::nullopt;
 }
 
 key_decision client_keys::decide(const key_handle& key, std::uint64_t tokens) {
@@ -238,24 +263,10 @@ key_decision client_keys::decide(const key_handle& key, std::uint64_t tokens) {
   // clock going backwards) and is charged at the later time, which only errs strict.
   if (e.requests) e.requests->refill(now);
   if (e.tokens) e.tokens->refill(now);
-  auto wait = [](duration d) { return std::max(std::chrono::ceil<std::chrono::seconds>(d), std::chrono::seconds(1)); };
-  if (e.max_streams != 0 && e.in_use.load(std::memory_order_acquire) >= e.max_streams) {
-    // We cannot know when one of the key's streams ends; a second is a polite minimum.
-    return rate_refusal{rate_limit_kind::concurrency, std::chrono::seconds(1), headers_locked(e)};
-  }
-  // A burst of up to rpm requests, refilled at rpm per minute.
-  if (e.requests && !e.requests->can_take(1))
-    return rate_refusal{rate_limit_kind::rpm, wait(e.requests->time_until(1)), headers_locked(e)};
-  // Tokens: the estimate must be there (a cost above the whole limit waits for a full bucket and
-  // then goes into debt, as the upstream pacer does: the estimate is a ceiling, not a use).
-  if (e.tokens) {
-    if (auto d = e.tokens->time_until(tokens); d > duration::zero())
-      return rate_refusal{rate_limit_kind::tpm, wait(d), headers_locked(e)};
-  }
-  if (e.requests) e.requests->take(1);
-  if (e.tokens) e.tokens->take(tokens);
+  if (auto refused = decide_on(e.max_streams, e.in_use.load(std::memory_order_acquire), e.requests, e.tokens, tokens))
+    return std::move(*refused);
   e.in_use.fetch_add(1, std::memory_order_acq_rel);
-  return make_permit(e, headers_locked(e), permit_usage{0, e.tokens ? tokens : 0, std::nullopt});
+  return make_permit(e, bucket_headers(e.requests, e.tokens), permit_usage{0, e.tokens ? tokens : 0, std::nullopt});
 }
 
 task<key_decision> client_keys::acquire(const key_handle& key, std::uint64_t tokens) { co_return decide(key, tokens); }

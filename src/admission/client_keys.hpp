@@ -143,6 +143,19 @@ struct rate_refusal {
 
 using key_decision = std::variant<key_permit, rate_refusal>;
 
+// The x-ratelimit-* values of a key's buckets (absent: no such limit).
+rate_headers bucket_headers(const std::optional<token_bucket>& requests, const std::optional<token_bucket>& tokens);
+
+// One request's decision on a key's counters, under their owner's lock, with the buckets refilled
+// to now: a refusal (nothing charged), or nullopt once one request and `tokens` are charged (the
+// caller then counts the stream). `in_use` is the key's streams now; max_streams 0: no cap.
+std::optional<rate_refusal> decide_on(std::uint64_t max_streams, std::uint64_t in_use,
+                                      std::optional<token_bucket>& requests, std::optional<token_bucket>& tokens,
+                                      std::uint64_t cost);
+
+// A permit's end settles its tokens: a refund when it used less than it reserved, more when more.
+void settle_tokens(token_bucket& tokens, const permit_usage& u);
+
 // The client-key limits as the pipeline sees them: the seam where limits shared by every replica
 // (through Redis) replace the local ones below without the pipeline changing. Thread-safe.
 class key_limits {
@@ -191,6 +204,8 @@ class client_keys final : public key_limits {
   client_keys divided(std::uint64_t n) const;
   // The key at `index` (key_handle::index()), which must be < size().
   key_handle at(std::size_t index) const { return key_handle(keys_[index].get()); }
+  // The SHA-256 of the key at `index`: what names its counters shared by a pod's processes.
+  const std::array<unsigned char, 32>& digest(std::size_t index) const { return keys_[index]->digest; }
 
   bool enabled() const noexcept { return !keys_.empty(); }
   std::size_t size() const noexcept { return keys_.size(); }
@@ -217,7 +232,6 @@ class client_keys final : public key_limits {
  private:
   void release(detail::key_entry& e, const permit_usage& u) noexcept override;
   static result<void> add_line(client_keys& out, std::string_view line, std::size_t line_no);
-  static rate_headers headers_locked(const detail::key_entry& e);
   void add_entry(std::unique_ptr<detail::key_entry> e);
 
   now_fn now_;

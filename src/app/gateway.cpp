@@ -117,6 +117,11 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
                                      routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
       return std::make_unique<routing::shared_budget>(s, now, *ctx);
     };
+  } else if (pod_) {  // a worker of --processes N: each upstream's budget is the pod's
+    budgets = [pod = pod_](const routing::upstream_spec& s, routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
+      return std::make_unique<routing::pod_budget>(s, now, pod.pod->budgets, pod.row,
+                                                   pod.pod->workers[pod.row].generation.load());
+    };
   }
   router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
                                               std::chrono::steady_clock::now(), std::move(budgets));
@@ -138,7 +143,13 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
     if (!k) throw std::invalid_argument(k.err().message);
     keys_.emplace(std::move(*k));
   }
-  if (opts_.redis.enabled()) build_shared_limits();
+  if (opts_.redis.enabled()) {
+    build_shared_limits();
+  } else if (keys_ && pod_) {
+    pod_keys_ = std::make_unique<admission::pod_key_limits>(std::move(*keys_), pod_.pod->keys, pod_.row,
+                                                            pod_.pod->workers[pod_.row].generation.load());
+    keys_.reset();
+  }
   request_metrics_ = std::make_shared<proxy::request_metrics>(&server_shared_);
   stream_metrics_ = std::make_shared<proxy::stream_metrics>();
   upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);
@@ -152,6 +163,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *request_metrics_, *stream_metrics_,
                                                                 *upstream_metrics_, *admission_, *budget_, streams_,
                                                                 shared_keys_ ? static_cast<admission::key_limits*>(shared_keys_.get())
+                                                                : pod_keys_  ? static_cast<admission::key_limits*>(pod_keys_.get())
                                                                 : keys_      ? &*keys_
                                                                              : nullptr,
                                                                 opts_.admission, drain_,

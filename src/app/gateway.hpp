@@ -12,6 +12,7 @@
 #include "admission/client_keys.hpp"
 #include "admission/controller.hpp"
 #include "admission/memory_budget.hpp"
+#include "admission/pod_key_limits.hpp"
 #include "admission/shared_key_limits.hpp"
 #include "admission/stream_registry.hpp"
 #include "app/pod.hpp"
@@ -30,6 +31,7 @@
 #include "redis/client.hpp"
 #include "redis/leases.hpp"
 #include "routing/router.hpp"
+#include "routing/pod_budget.hpp"
 #include "routing/shared_budget.hpp"
 #include "schema/cache.hpp"
 #include "jobs/metrics.hpp"
@@ -122,6 +124,8 @@ class gateway {
   std::unique_ptr<admission::controller> admission_;
   admission::stream_registry streams_;
   std::optional<admission::client_keys> keys_;  // local limits (no --redis)
+  // A worker of --processes N without --redis: the keys' limits held for the pod.
+  std::unique_ptr<admission::pod_key_limits> pod_keys_;
   // --redis: the shared client-key limits (its settles are tasks: it outlives the pool's last
   // run), and the tasks of the Redis connections and the lease renewals.
   std::unique_ptr<admission::shared_key_limits> shared_keys_;

@@ -15,9 +15,11 @@
 #include <string>
 #include <string_view>
 
+#include "admission/pod_key_limits.hpp"
 #include "admission/pod_slots.hpp"
 #include "observability/component_metrics.hpp"
 #include "observability/exposition.hpp"
+#include "routing/pod_budget.hpp"
 #include "runtime/robust_mutex.hpp"
 
 namespace sluice::app {
@@ -68,6 +70,12 @@ struct pod_state {
   std::atomic<std::uint32_t> processes{0};   // worker processes configured per generation
   // max-streams and queue-depth for the pod; a worker's row there is its row here.
   admission::pod_slots streams;
+  // The client keys' max_streams, rpm and tpm for the pod (without --redis): a row per key with a
+  // limit, shared by the workers of every generation that know it; a worker's part there is its row here.
+  admission::pod_keys keys;
+  // Each upstream's paced budget (rpm, tpm, retry-after) and max-concurrent for the pod (without
+  // --redis), shared alike.
+  routing::pod_budgets budgets;
   // /metrics for the pod: each worker's latest exposition by row, and the sums of every worker that
   // has ended. A scrape reads them all, and the supervisor moves an ended worker's into `ended`,
   // under `metrics_mu`: no scrape sees a worker's counters twice or not at all.

@@ -369,6 +369,8 @@ void supervisor::reap() {
     procs_.erase(it);
     if (p.ready_fd >= 0) ::close(p.ready_fd);
     pod_->streams.release_row(p.row);  // the slots and queue places it held go back to the pod
+    pod_->keys.detach_worker(p.row);    // and its keys' streams
+    pod_->budgets.detach_worker(p.row); // and its requests in flight to upstreams
     fold_ended_worker(*pod_, p.row, ended_);  // its counters stay in the pod's sums; frees the row
     ended(p, status);
   }

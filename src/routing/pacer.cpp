@@ -46,89 +46,117 @@ task<std::optional<duration>> rate_budget::confirm(std::uint64_t, budget_ticket&
 
 void rate_budget::release(budget_ticket&) noexcept {}
 
-pacer::pacer(std::uint64_t rpm, std::uint64_t tpm, time_point now) {
-  if (rpm) requests_.emplace(rpm, now);
-  if (tpm) tokens_.emplace(tpm, now);
+pacer_state::pacer_state(std::uint64_t rpm, std::uint64_t tpm, time_point now) {
+  if (rpm) requests.emplace(rpm, now);
+  if (tpm) tokens.emplace(tpm, now);
 }
 
-void pacer::refill_locked(time_point now) {
-  if (requests_) requests_->refill(now);
-  if (tokens_) tokens_->refill(now);
+void pacer_state::refill(time_point now) {
+  if (requests) requests->refill(now);
+  if (tokens) tokens->refill(now);
 }
 
-duration pacer::wait_locked(std::uint64_t tokens, time_point now) const {
-  duration wait = duration::zero();
-  if (requests_) wait = std::max(wait, requests_->time_until(1));
+duration pacer_state::wait(std::uint64_t cost, time_point now) const {
+  duration w = duration::zero();
+  if (requests) w = std::max(w, requests->time_until(1));
   // A cost above the whole limit waits for a full bucket only, then goes into debt (below): the
   // cost is an estimate (max_tokens is a ceiling, not a use), so whether the request is too large
   // is for the upstream to say; the debt then holds back what follows. (The simulator, playing
   // the upstream, refuses such a cost outright: can_take rather than time_until.)
-  if (tokens_) wait = std::max(wait, tokens_->time_until(tokens));
-  if (blocked_until_ > now) wait = std::max<duration>(wait, blocked_until_ - now);
-  return wait;
+  if (tokens) w = std::max(w, tokens->time_until(cost));
+  if (blocked_until > now) w = std::max<duration>(w, blocked_until - now);
+  return w;
 }
+
+std::optional<duration> pacer_state::try_reserve(std::uint64_t cost, time_point now) {
+  refill(now);
+  auto w = wait(cost, now);
+  if (w > duration::zero()) return w;
+  if (requests) requests->take(1);
+  if (tokens) tokens->take(cost);  // may go below 0 for a big one
+  return std::nullopt;
+}
+
+std::optional<duration> pacer_state::wait_time(std::uint64_t cost, time_point now) {
+  refill(now);
+  auto w = wait(cost, now);
+  if (w <= duration::zero()) return std::nullopt;
+  return w;
+}
+
+void pacer_state::refund(std::uint64_t cost, time_point now) {
+  refill(now);
+  if (requests) requests->give_back(1);
+  if (tokens) tokens->give_back(cost);
+}
+
+void pacer_state::settle(std::uint64_t estimated, std::uint64_t actual, time_point now) {
+  refill(now);
+  if (!tokens) return;
+  if (actual > estimated) tokens->take(actual - estimated);
+  else tokens->give_back(estimated - actual);
+}
+
+void pacer_state::observe(const ratelimit_headers& h, time_point now) {
+  refill(now);
+  learn(requests, h.limit_requests, now);
+  learn(tokens, h.limit_tokens, now);
+  lower(requests, h.remaining_requests);
+  lower(tokens, h.remaining_tokens);
+  pace_from(requests, h.remaining_requests, h.reset_requests);
+  pace_from(tokens, h.remaining_tokens, h.reset_tokens);
+  if (h.retry_after) blocked_until = std::max(blocked_until, now + *h.retry_after);
+}
+
+void pacer_state::block_until(time_point until) { blocked_until = std::max(blocked_until, until); }
+
+pacer_snapshot pacer_state::snapshot(time_point now) {
+  refill(now);
+  auto limit = [](const std::optional<token_bucket>& b) { return b ? static_cast<double>(b->limit()) : 0.0; };
+  auto level = [](const std::optional<token_bucket>& b) { return b ? b->level() : 0.0; };
+  return {limit(requests), level(requests), limit(tokens), level(tokens), blocked_until};
+}
+
+pacer::pacer(std::uint64_t rpm, std::uint64_t tpm, time_point now) : st_(rpm, tpm, now) {}
 
 std::optional<duration> pacer::try_reserve(std::uint64_t tokens, time_point now) {
   std::lock_guard lk(mu_);
-  refill_locked(now);
-  auto wait = wait_locked(tokens, now);
-  if (wait > duration::zero()) return wait;
-  if (requests_) requests_->take(1);
-  if (tokens_) tokens_->take(tokens);  // may go below 0 for a big one
-  return std::nullopt;
+  return st_.try_reserve(tokens, now);
 }
 
 std::optional<duration> pacer::wait_time(std::uint64_t tokens, time_point now) {
   std::lock_guard lk(mu_);
-  refill_locked(now);
-  auto wait = wait_locked(tokens, now);
-  if (wait <= duration::zero()) return std::nullopt;
-  return wait;
+  return st_.wait_time(tokens, now);
 }
 
 void pacer::refund(std::uint64_t tokens, time_point now) {
   std::lock_guard lk(mu_);
-  refill_locked(now);
-  if (requests_) requests_->give_back(1);
-  if (tokens_) tokens_->give_back(tokens);
+  st_.refund(tokens, now);
 }
 
 void pacer::settle(std::uint64_t estimated, std::uint64_t actual, time_point now) {
   std::lock_guard lk(mu_);
-  refill_locked(now);
-  if (!tokens_) return;
-  if (actual > estimated) tokens_->take(actual - estimated);
-  else tokens_->give_back(estimated - actual);
+  st_.settle(estimated, actual, now);
 }
 
 void pacer::observe(const ratelimit_headers& h, time_point now) {
   std::lock_guard lk(mu_);
-  refill_locked(now);
-  learn(requests_, h.limit_requests, now);
-  learn(tokens_, h.limit_tokens, now);
-  lower(requests_, h.remaining_requests);
-  lower(tokens_, h.remaining_tokens);
-  pace_from(requests_, h.remaining_requests, h.reset_requests);
-  pace_from(tokens_, h.remaining_tokens, h.reset_tokens);
-  if (h.retry_after) blocked_until_ = std::max(blocked_until_, now + *h.retry_after);
+  st_.observe(h, now);
 }
 
 void pacer::block_until(time_point until) {
   std::lock_guard lk(mu_);
-  blocked_until_ = std::max(blocked_until_, until);
+  st_.block_until(until);
 }
 
 bool pacer::has_token_budget() const {
   std::lock_guard lk(mu_);
-  return tokens_.has_value();
+  return st_.has_token_budget();
 }
 
 pacer_snapshot pacer::snapshot(time_point now) {
   std::lock_guard lk(mu_);
-  refill_locked(now);
-  auto limit = [](const std::optional<token_bucket>& b) { return b ? static_cast<double>(b->limit()) : 0.0; };
-  auto level = [](const std::optional<token_bucket>& b) { return b ? b->level() : 0.0; };
-  return {limit(requests_), level(requests_), limit(tokens_), level(tokens_), blocked_until_};
+  return st_.snapshot(now);
 }
 
 }  // namespace sluice::routing

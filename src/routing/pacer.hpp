@@ -84,6 +84,30 @@ class rate_budget {
   virtual pacer_snapshot snapshot(time_point now) = 0;
 };
 
+// A paced budget's counters with no lock of their own: the pacer below keeps them under its mutex,
+// a pod's worker processes under a process-shared one (pod_budget.hpp). Plain values, address-free.
+struct pacer_state {
+  pacer_state() = default;
+  pacer_state(std::uint64_t requests_per_minute, std::uint64_t tokens_per_minute, time_point now);
+
+  std::optional<duration> try_reserve(std::uint64_t tokens, time_point now);
+  void refund(std::uint64_t tokens, time_point now);
+  void settle(std::uint64_t estimated, std::uint64_t actual, time_point now);
+  void observe(const ratelimit_headers& h, time_point now);
+  void block_until(time_point until);
+  std::optional<duration> wait_time(std::uint64_t tokens, time_point now);
+  bool has_token_budget() const { return tokens.has_value(); }
+  pacer_snapshot snapshot(time_point now);
+
+  // Absent while that limit is unknown (neither configured nor learned yet): nothing to pace.
+  std::optional<token_bucket> requests, tokens;
+  time_point blocked_until{};
+
+ private:
+  void refill(time_point now);
+  duration wait(std::uint64_t tokens, time_point now) const;
+};
+
 // The local budget: this process's own buckets.
 class pacer final : public rate_budget {
  public:
@@ -99,13 +123,8 @@ class pacer final : public rate_budget {
   pacer_snapshot snapshot(time_point now) override;
 
  private:
-  void refill_locked(time_point now);
-  duration wait_locked(std::uint64_t tokens, time_point now) const;
-
   mutable std::mutex mu_;
-  // Absent while that limit is unknown (neither configured nor learned yet): nothing to pace.
-  std::optional<token_bucket> requests_, tokens_;
-  time_point blocked_until_{};
+  pacer_state st_;
 };
 
 }  // namespace sluice::routing
