@@ -481,3 +481,110 @@ TEST_F(Processes, AdminListenAnswersProbesAndThePodsMetricsWhenTheMainListenerIs
 }
 
 }  // namespace
+
+namespace {
+
+// A key's max_streams and rpm across three processes: each process alone would allow them three
+// times over.
+TEST_F(Processes, AClientKeysMaxStreamsAndRpmHoldForThePod) {
+  const std::string keys = test::temp_file_with("sk-pod 4 0 pod\nsk-rate 0 6 rate\n");
+  test::serve_node pod(args("3", {"--keys-file", keys, "--max-streams", "100"}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  ASSERT_EQ(wait_serving(pod, 3).size(), 3u);
+  std::vector<std::future<int>> streams;
+  for (int i = 0; i < 12; ++i)
+    streams.push_back(std::async(std::launch::async, [port = pod.port] {
+      open_stream s(port, 30, 40, "sk-pod");
+      if (s.status == 200) {
+        s.read_rest();
+        if (!s.done()) return -1;
+      }
+      return s.status;
+    }));
+  int whole = 0, refused = 0;
+  for (auto& f : streams) {
+    const int st = f.get();
+    whole += st == 200;
+    refused += st == 429;
+  }
+  EXPECT_EQ(whole, 4) << "the key's four streams for the pod, not four in each process";
+  EXPECT_EQ(refused, 8);
+  EXPECT_LE(sim->snapshot().peak_active_streams, 4u);
+
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 18; ++i) {
+    const unsigned st = test::post_chat(pod.port, false, {{"Authorization", "Bearer sk-rate"}}).result_int();
+    ok += st == 200;
+    limited += st == 429;
+  }
+  EXPECT_GE(ok, 6);
+  EXPECT_LE(ok, 7) << "six a minute for the pod (one more if the test took over 10 s)";
+  EXPECT_EQ(ok + limited, 18);
+  ::unlink(keys.c_str());
+}
+
+// An upstream's requests-per-minute and max-concurrent, configured in a file, across three processes.
+struct ProcessesUpstream : Processes {
+  std::string config;
+  void TearDown() override {
+    if (!config.empty()) ::unlink(config.c_str());
+  }
+  std::vector<std::string> pod_args(const std::string& upstream_fields, const std::string& more) {
+    config = test::temp_file_with("upstreams:\n  - name: limited\n    url: http://127.0.0.1:" +
+                                  std::to_string(sim->port()) + "\n" + upstream_fields + more);
+    return {"serve", "--listen", "127.0.0.1:0", "--threads", "1", "--processes", "3", "--config", config,
+            "--log-format", "json", "--drain-delay", "0s"};
+  }
+};
+
+TEST_F(ProcessesUpstream, AnUpstreamsRequestsPerMinuteArePacedForThePodSoItNeverRefuses) {
+  constexpr int rpm = 12;
+  sim.reset();
+  sim::options so;
+  so.listen = "127.0.0.1:0";
+  so.tokens = 2;
+  so.token_delay = 1ms;
+  so.limit_rpm = rpm;
+  sim = std::make_unique<sim::server>(so);
+  ASSERT_TRUE(sim->start().has_value());
+  test::serve_node pod(pod_args("    requests-per-minute: " + std::to_string(rpm) + "\n", "max-hold: 1500ms\n"));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  ASSERT_EQ(wait_serving(pod, 3).size(), 3u);
+  std::vector<std::future<unsigned>> results;
+  for (int i = 0; i < 36; ++i)
+    results.push_back(std::async(std::launch::async, [port = pod.port] { return test::post_chat(port, false).result_int(); }));
+  int ok = 0, shed = 0;
+  for (auto& r : results) {
+    const unsigned st = r.get();
+    ok += st == 200;
+    shed += st == 429;
+  }
+  // Each process pacing alone would have sent 36, and the upstream refused 24 of them.
+  EXPECT_EQ(sim->snapshot().rate_limited, 0u) << "the pod made the upstream refuse";
+  EXPECT_GE(ok, rpm);
+  EXPECT_LE(ok, rpm + 1) << "one more per 5 s of refill while requests hold (1.5 s)";
+  EXPECT_EQ(ok + shed, 36);
+}
+
+TEST_F(ProcessesUpstream, AnUpstreamsMaxConcurrentHoldsForThePod) {
+  test::serve_node pod(pod_args("    max-concurrent: 2\n", "max-hold: 10s\n"));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  ASSERT_EQ(wait_serving(pod, 3).size(), 3u);
+  std::vector<std::future<int>> results;
+  for (int i = 0; i < 6; ++i)
+    results.push_back(std::async(std::launch::async, [port = pod.port] {
+      open_stream s(port, 10, 40);
+      if (s.status == 200) {
+        s.read_rest();
+        if (!s.done()) return -1;
+      }
+      return s.status;
+    }));
+  for (auto& r : results) EXPECT_EQ(r.get(), 200);
+  EXPECT_EQ(sim->snapshot().peak_active_streams, 2u) << "the upstream saw more than max-concurrent streams at once";
+}
+
+}  // namespace
