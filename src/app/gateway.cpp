@@ -123,8 +123,12 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
                                                    pod.pod->workers[pod.row].generation.load());
     };
   }
+  // A worker of --processes N shares its upstreams' circuits with the pod's other workers (with
+  // --redis too: the fleet shares no circuit, the pod does).
+  routing::circuit_place circuits;
+  if (pod_) circuits = {&pod_.pod->circuits, pod_.row, pod_.pod->workers[pod_.row].generation.load()};
   router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
-                                              std::chrono::steady_clock::now(), std::move(budgets));
+                                              std::chrono::steady_clock::now(), std::move(budgets), circuits);
   bool any_tls = false;
   for (std::size_t i = 0; i < router_->size(); ++i) any_tls = any_tls || router_->at(i).target.tls;
   for (const auto& u : opts_.routing.upstreams) any_tls = any_tls || u.engine_metrics.rfind("https://", 0) == 0;

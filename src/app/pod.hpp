@@ -76,6 +76,8 @@ struct pod_state {
   // Each upstream's paced budget (rpm, tpm, retry-after) and max-concurrent for the pod (without
   // --redis), shared alike.
   routing::pod_budgets budgets;
+  // Each upstream's circuit breaker for the pod (with or without --redis).
+  routing::pod_circuits circuits;
   // /metrics for the pod: each worker's latest exposition by row, and the sums of every worker that
   // has ended. A scrape reads them all, and the supervisor moves an ended worker's into `ended`,
   // under `metrics_mu`: no scrape sees a worker's counters twice or not at all.

@@ -371,6 +371,7 @@ void supervisor::reap() {
     pod_->streams.release_row(p.row);  // the slots and queue places it held go back to the pod
     pod_->keys.detach_worker(p.row);    // and its keys' streams
     pod_->budgets.detach_worker(p.row); // and its requests in flight to upstreams
+    pod_->circuits.detach_worker(p.row);  // and a circuit's probe it held
     fold_ended_worker(*pod_, p.row, ended_);  // its counters stay in the pod's sums; frees the row
     ended(p, status);
   }

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "runtime/pod_table.hpp"
 
 namespace sluice::config {
 class option_table;
@@ -37,6 +38,9 @@ struct upstream_spec {
   std::string project;
 
   bool serves(std::string_view model) const;
+  // What names the upstream's rows in a pod's shared segment (its budget, its circuit): its name
+  // and URL, so a reload that keeps them keeps the rows.
+  runtime::row_identity pod_identity() const;
   // Registers the per-upstream keys (name, url, key-env, weight, models, ...) on `t`.
   void register_options(config::option_table& t);
 };

@@ -33,7 +33,7 @@ pod_budget::pod_budget(const upstream_spec& spec, time_point now, pod_budgets& t
     reconfigure(r.pace.requests, r.configured_rpm, spec.requests_per_minute, now);
     reconfigure(r.pace.tokens, r.configured_tpm, spec.tokens_per_minute, now);
   };
-  row_ = table.attach(runtime::identity_of(spec.name + '\n' + spec.url), worker_, generation, set_up, set_up);
+  row_ = table.attach(spec.pod_identity(), worker_, generation, set_up, set_up);
   if (row_ == nullptr)
     throw std::runtime_error("more upstreams than a pod of --processes holds (" + std::to_string(pod_budget_rows) +
                              " across the generations alive)");

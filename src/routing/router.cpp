@@ -12,6 +12,11 @@ circuit_settings circuit_of(const options& o) {
           o.circuit_open_time_max};
 }
 
+circuit_breaker make_breaker(const upstream_spec& s, const options& o, const circuit_place& at) {
+  if (at.table == nullptr) return circuit_breaker(circuit_of(o));
+  return circuit_breaker(circuit_of(o), s.pod_identity(), *at.table, at.worker, at.generation);
+}
+
 constexpr auto busy_poll = std::chrono::milliseconds(50);  // re-check of saturation / concurrency holds
 
 std::int64_t ns_of(time_point t) {
@@ -21,8 +26,12 @@ std::int64_t ns_of(time_point t) {
 }  // namespace
 
 upstream_state::upstream_state(const upstream_spec& s, config::url u, std::string auth, const options& o,
-                               std::unique_ptr<rate_budget> budget)
-    : spec(s), target(std::move(u)), authorization(std::move(auth)), breaker(circuit_of(o)), pace(std::move(budget)) {}
+                               std::unique_ptr<rate_budget> budget, const circuit_place& circuits)
+    : spec(s),
+      target(std::move(u)),
+      authorization(std::move(auth)),
+      breaker(make_breaker(s, o, circuits)),
+      pace(std::move(budget)) {}
 
 // --- lease ---------------------------------------------------------------------------------------
 
@@ -88,7 +97,8 @@ task<std::optional<duration>> lease::confirm() {
 
 // --- router --------------------------------------------------------------------------------------
 
-router::router(const options& o, std::vector<std::string> auths, time_point now, budget_factory budgets)
+router::router(const options& o, std::vector<std::string> auths, time_point now, budget_factory budgets,
+               circuit_place circuits)
     : o_(o), rng_(0x5eed) {
   if (!budgets)
     budgets = [](const upstream_spec& s, time_point t) -> std::unique_ptr<rate_budget> {
@@ -99,7 +109,7 @@ router::router(const options& o, std::vector<std::string> auths, time_point now,
     if (!u) throw std::invalid_argument(u.err().message);  // finish() validated it already
     ups_.push_back(std::make_unique<upstream_state>(o.upstreams[i], std::move(*u),
                                                     i < auths.size() ? std::move(auths[i]) : std::string(), o,
-                                                    budgets(o.upstreams[i], now)));
+                                                    budgets(o.upstreams[i], now), circuits));
   }
 }
 

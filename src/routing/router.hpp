@@ -27,9 +27,17 @@ namespace sluice::routing {
 // Makes upstream i's paced budget: the local pacer by default; a shared one (Redis) plugs in here.
 using budget_factory = std::function<std::unique_ptr<rate_budget>(const upstream_spec& spec, time_point now)>;
 
+// Where a worker process of a pod keeps its upstreams' circuits: the pod's table (null: in this
+// process), its worker row and config generation.
+struct circuit_place {
+  pod_circuits* table = nullptr;
+  std::size_t worker = 0;
+  std::uint32_t generation = 0;
+};
+
 struct upstream_state {
   upstream_state(const upstream_spec& s, config::url u, std::string auth, const options& o,
-                 std::unique_ptr<rate_budget> budget);
+                 std::unique_ptr<rate_budget> budget, const circuit_place& circuits = {});
 
   const upstream_spec& spec;
   const config::url target;
@@ -101,7 +109,9 @@ class router {
  public:
   // `authorizations[i]`: the header value for upstream i ("Bearer ..."), or empty. `budgets` makes
   // each upstream's paced budget (default: a local pacer seeded from its spec).
-  router(const options& o, std::vector<std::string> authorizations, time_point now, budget_factory budgets = {});
+  // `circuits`: where the circuits live (default: in this process).
+  router(const options& o, std::vector<std::string> authorizations, time_point now, budget_factory budgets = {},
+         circuit_place circuits = {});
 
   std::size_t size() const noexcept { return ups_.size(); }
   upstream_state& at(std::size_t i) { return *ups_[i]; }

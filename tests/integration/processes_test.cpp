@@ -588,3 +588,43 @@ TEST_F(ProcessesUpstream, AnUpstreamsMaxConcurrentHoldsForThePod) {
 }
 
 }  // namespace
+
+namespace {
+
+// Only worker `serving` of `pids` runs (the others stopped) while `f` sends its requests.
+template <class F>
+void with_only(const std::vector<int>& pids, int serving, F&& f) {
+  for (int pid : pids)
+    if (pid != serving) ::kill(pid, SIGSTOP);
+  ASSERT_LT(test::wait_until([&] {
+              return std::all_of(pids.begin(), pids.end(), [&](int pid) { return pid == serving || process_state(pid) == 'T'; });
+            }),
+            5001ms);
+  f();
+  for (int pid : pids)
+    if (pid != serving) ::kill(pid, SIGCONT);
+}
+
+// Failures seen by two workers open the circuit for the third, which never sent the upstream a request.
+TEST_F(Processes, AnUpstreamsCircuitIsOneForThePod) {
+  test::serve_node pod(args("3", {"--circuit-failures", "3", "--max-attempts", "1", "--circuit-open-time", "60s"}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  const std::vector<int> pids = wait_serving(pod, 3);
+  ASSERT_EQ(pids.size(), 3u);
+  const std::vector<std::pair<std::string, std::string>> failing{{"x-sim-status", "500"}};
+  with_only(pids, pids[0], [&] {
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(test::post_chat(pod.port, false, failing).result_int(), 500u);
+  });
+  with_only(pids, pids[1], [&] { EXPECT_EQ(test::post_chat(pod.port, false, failing).result_int(), 500u); });
+  EXPECT_EQ(sim->snapshot().completion_requests, 3u);
+  with_only(pids, pids[2], [&] {
+    auto r = test::post_chat(pod.port, false);
+    EXPECT_EQ(r.result_int(), 503u) << r.body();
+  });
+  EXPECT_EQ(sim->snapshot().completion_requests, 3u) << "the third worker's circuit was open before it sent anything";
+  EXPECT_EQ(pod.metric(R"(sluice_upstream_circuit_opens_total{upstream="default"})"), 1);
+  EXPECT_EQ(pod.metric(R"(sluice_upstream_circuit_state{upstream="default"})"), 2);
+}
+
+}  // namespace

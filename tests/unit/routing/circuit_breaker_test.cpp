@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "routing/circuit_breaker.hpp"
+#include "runtime/shared_segment.hpp"
 
 using namespace sluice;
 using namespace sluice::routing;
@@ -145,4 +146,48 @@ TEST(CircuitBreaker, LateFailuresOfRequestsSentBeforeItOpenedDoNotExtendIt) {
   fail(b, t0, 3);
   b.on_failure(t0 + 900ms, false);  // an old in-flight request failing now
   EXPECT_EQ(b.state(t0 + 1s), circuit_state::half_open);
+}
+
+// A pod's worker processes (two breakers over one shared table): one circuit for the pod.
+TEST(PodCircuit, FailuresSeenByAnyWorkerOpenItForAllAndTheProbeIsThePodsOne) {
+  runtime::shared_segment<pod_circuits> table;
+  const auto id = runtime::identity_of("up\nhttp://127.0.0.1:9");
+  circuit_breaker a(settings(), id, *table, 0, 0), b(settings(), id, *table, 4, 0);
+  EXPECT_EQ(table->used(), 1u);
+  const auto t0 = steady_clock::now();
+  fail(a, t0, 2);
+  fail(b, t0, 1);  // the third in a row, seen by another process
+  EXPECT_EQ(a.state(t0), circuit_state::open);
+  EXPECT_EQ(b.state(t0), circuit_state::open);
+  EXPECT_EQ(a.times_opened() + b.times_opened(), 1u) << "counted once, by the process whose failure opened it";
+  bool probe = false;
+  ASSERT_TRUE(b.try_acquire(t0 + 1s, probe));
+  EXPECT_TRUE(probe);
+  EXPECT_FALSE(a.try_acquire(t0 + 1s, probe)) << "the pod's one probe is in flight";
+  // Worker 4 dies with the probe: the supervisor gives it back, another worker probes.
+  table->detach_worker(4);
+  ASSERT_TRUE(a.try_acquire(t0 + 1s, probe));
+  ASSERT_TRUE(probe);
+  a.on_success(probe);
+  EXPECT_EQ(b.state(t0 + 1s), circuit_state::closed);
+}
+
+TEST(PodCircuit, AWorkerOfAnotherUpstreamOrAChangedWindowStartsClean) {
+  runtime::shared_segment<pod_circuits> table;
+  circuit_breaker a(settings(), runtime::identity_of("a"), *table, 0, 0);
+  circuit_breaker other(settings(), runtime::identity_of("b"), *table, 0, 0);
+  EXPECT_EQ(table->used(), 2u);
+  const auto t0 = steady_clock::now();
+  fail(a, t0, 2);
+  succeed(a, t0, 1);
+  auto wider = settings();
+  wider.failures = 100;
+  wider.window = 4;  // a reload's window: the ring starts again
+  wider.min_volume = 4;
+  circuit_breaker reloaded(wider, runtime::identity_of("a"), *table, 1, 1);
+  fail(reloaded, t0, 3);
+  EXPECT_EQ(reloaded.state(t0), circuit_state::closed) << "3 outcomes in the new window: below its min volume";
+  fail(reloaded, t0, 1);
+  EXPECT_EQ(reloaded.state(t0), circuit_state::open);
+  EXPECT_EQ(other.state(t0), circuit_state::closed);
 }

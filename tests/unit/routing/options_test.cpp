@@ -92,6 +92,7 @@ TEST(RoutingOptions, BadInputNamesTheField) {
                  tc{"max-attempts: 0\nupstreams:\n  - url: http://a\n", "max-attempts"},
                  tc{"usage-injection: sometimes\n", "usage-injection"},
                  tc{"circuit-error-rate: 2\n", "circuit-error-rate"},
+                 tc{"circuit-window: 1025\nupstreams:\n  - url: http://a\n", "circuit-window: must be 1..1024"},
                  tc{"", "no upstream"}}) {
     auto o = load(c.yaml);
     ASSERT_FALSE(o.has_value()) << c.yaml;
