@@ -110,6 +110,17 @@ pod_metrics::pod_metrics(const pod_state& pod) {
           [p] { return static_cast<double>(p->streams.queued()); });
   scraped("sluice_pod_resident_memory_bytes", "The sum of the worker processes' resident memory.", {},
           [p] { return static_cast<double>(p->rss_bytes()); });
+  // The shared tables' rows: a worker that needs a row when none is free cannot start (the
+  // generation is refused).
+  const auto table = [this](std::string name, auto used, std::size_t capacity) {
+    scraped("sluice_pod_shared_rows", "Rows in use in the pod's shared tables (client keys, upstream budgets, circuits).",
+            {{"table", name}}, std::move(used));
+    scraped("sluice_pod_shared_rows_capacity", "Rows each of the pod's shared tables holds.", {{"table", name}},
+            [capacity] { return static_cast<double>(capacity); });
+  };
+  table("client_keys", [p] { return static_cast<double>(p->keys.used()); }, admission::pod_keys::capacity);
+  table("upstream_budgets", [p] { return static_cast<double>(p->budgets.used()); }, routing::pod_budgets::capacity);
+  table("upstream_circuits", [p] { return static_cast<double>(p->circuits.used()); }, routing::pod_circuits::capacity);
 }
 
 }  // namespace sluice::app

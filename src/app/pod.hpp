@@ -129,6 +129,8 @@ void fold_ended_worker(pod_state& pod, std::size_t row, obs::exposition& ended);
 //   sluice_pod_resident_memory_bytes    the sum of the workers' RSS (the memory budget's reading)
 //   sluice_pod_streams_in_use           concurrency slots held in the pod (max-streams holds for it)
 //   sluice_pod_queued_requests          requests waiting for a slot in the pod (queue-depth)
+//   sluice_pod_shared_rows{table}       rows in use in the shared tables (client_keys,
+//                                       upstream_budgets, upstream_circuits), and their _capacity
 class pod_metrics final : public obs::component_metrics {
  public:
   explicit pod_metrics(const pod_state& pod);
