@@ -179,6 +179,13 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
       return fresh_pod_exposition(pod, std::move(own), std::chrono::milliseconds(2), std::chrono::milliseconds(100));
     };
   services_->responses = responses_.get();
+  // A worker of --processes N with the in-process store: its responses are indexed for the pod,
+  // and a request for one another worker holds goes to that worker (docs/processes.md).
+  if (pod_ && pod_.mesh != nullptr && !queue_) {
+    handover_ = std::make_unique<pod_handover>(pod_);
+    responses_->set_index([h = handover_.get()](std::string_view id, bool stored) { h->indexed(id, stored); });
+    services_->handover = handover_.get();
+  }
   services_->jobs = jobs_metrics_.get();
   services_->queue = queue_.get();
   services_->notifier = notifier_.get();
@@ -326,6 +333,12 @@ result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin
                       "pod regrant loop", true);
     background_.spawn(ex, publish_loop(metrics_, pod_, std::chrono::seconds(1), std::chrono::milliseconds(5)),
                       "pod metrics publish loop", true);
+  }
+  if (handover_) {  // connections other workers hand to this one, spread over its threads
+    std::vector<http::server*> servers;
+    for (auto& w : workers_) servers.push_back(w.server.get());
+    background_.spawn(ex, receive_handovers(pod_.mesh->inbox(pod_.row), std::move(servers)), "handover receive loop",
+                      true);
   }
   // The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
   // starts each job on a thread); the retention sweep on thread 0.

@@ -16,6 +16,7 @@
 #include "admission/shared_key_limits.hpp"
 #include "admission/stream_registry.hpp"
 #include "app/pod.hpp"
+#include "app/pod_handover.hpp"
 #include "app/serve_options.hpp"
 #include "core/error.hpp"
 #include "admission/metrics.hpp"
@@ -144,6 +145,7 @@ class gateway {
   std::shared_ptr<admission::admission_metrics> admission_metrics_;
   std::shared_ptr<http::server_metrics> server_metrics_;
   std::shared_ptr<pod_metrics> pod_metrics_;  // with pod_ only
+  std::unique_ptr<pod_handover> handover_;    // with pod_ and the in-process store
   std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
   // Background responses (docs/queue.md): the in-process store and job queue, its metrics, and
   // the worker slots that run its jobs (cancelled at stop).

@@ -119,6 +119,16 @@ pod_metrics::pod_metrics(const pod_state& pod) {
             [capacity] { return static_cast<double>(capacity); });
   };
   table("client_keys", [p] { return static_cast<double>(p->keys.used()); }, admission::pod_keys::capacity);
+  table("responses", [p] { return static_cast<double>(p->responses.size()); }, jobs::pod_response_index::capacity);
+  scraped("sluice_pod_responses_unindexed_total",
+          "Stored responses the pod's index could not take (full): only their own worker finds them.", {},
+          [p] { return static_cast<double>(p->responses_unindexed.load(std::memory_order_relaxed)); });
+  scraped("sluice_pod_handovers_total",
+          "Client connections handed to the worker process holding the response they asked for, by result.",
+          {{"result", "sent"}}, [p] { return static_cast<double>(p->handovers_sent.load(std::memory_order_relaxed)); });
+  scraped("sluice_pod_handovers_total",
+          "Client connections handed to the worker process holding the response they asked for, by result.",
+          {{"result", "failed"}}, [p] { return static_cast<double>(p->handovers_failed.load(std::memory_order_relaxed)); });
   table("upstream_budgets", [p] { return static_cast<double>(p->budgets.used()); }, routing::pod_budgets::capacity);
   table("upstream_circuits", [p] { return static_cast<double>(p->circuits.used()); }, routing::pod_circuits::capacity);
 }

@@ -17,9 +17,11 @@
 
 #include "admission/pod_key_limits.hpp"
 #include "admission/pod_slots.hpp"
+#include "jobs/response_index.hpp"
 #include "observability/component_metrics.hpp"
 #include "observability/exposition.hpp"
 #include "routing/pod_budget.hpp"
+#include "runtime/handover.hpp"
 #include "runtime/robust_mutex.hpp"
 
 namespace sluice::app {
@@ -78,6 +80,12 @@ struct pod_state {
   routing::pod_budgets budgets;
   // Each upstream's circuit breaker for the pod (with or without --redis).
   routing::pod_circuits circuits;
+  // Which worker holds each response of the in-process store (`--queue memory`), and the
+  // connections handed to the holder for it (app/pod_handover.hpp).
+  jobs::pod_response_index responses;
+  std::atomic<std::uint64_t> responses_unindexed{0};  // ids not indexed: the index was full
+  std::atomic<std::uint64_t> handovers_sent{0};
+  std::atomic<std::uint64_t> handovers_failed{0};
   // /metrics for the pod: each worker's latest exposition by row, and the sums of every worker that
   // has ended. A scrape reads them all, and the supervisor moves an ended worker's into `ended`,
   // under `metrics_mu`: no scrape sees a worker's counters twice or not at all.
@@ -98,6 +106,8 @@ struct pod_state {
 struct pod_link {
   pod_state* pod = nullptr;
   std::size_t row = 0;
+  // The socket pairs that hand connections between the workers (made before the first fork).
+  const runtime::handover_mesh* mesh = nullptr;
   explicit operator bool() const noexcept { return pod != nullptr; }
   // Samples this process's RSS into its row; returns the pod's sum (memory_budget's rss source).
   std::size_t sample_rss() const;

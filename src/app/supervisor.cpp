@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "app/gateway.hpp"
@@ -113,6 +114,8 @@ class supervisor {
   int admin_ = -1;  // admin-listen's socket, when configured
   int sigfd_ = -1;
   runtime::shared_segment<pod_state> pod_;
+  // Every worker row's socket pair for handed-over connections, inherited by every worker.
+  std::unique_ptr<runtime::handover_mesh> mesh_;
   obs::exposition ended_;  // the sums of every worker that has ended (pod_->ended holds it written)
   std::vector<process> procs_;
   enum class phase { starting, serving, stopping } phase_ = phase::starting;
@@ -209,7 +212,7 @@ void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   // A supervisor that dies (even by SIGKILL) drains its workers rather than orphaning them.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != self_) std::_Exit(0);
-  const int code = run_worker(*g.opts, listener_, admin_, pod_link{pod_.get(), row}, ready_w);
+  const int code = run_worker(*g.opts, listener_, admin_, pod_link{pod_.get(), row, mesh_.get()}, ready_w);
   std::fflush(nullptr);
   std::_Exit(code);
 }
@@ -226,6 +229,12 @@ int supervisor::run() {
   sigfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd_ < 0) {
     std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
+    return 1;
+  }
+  try {
+    mesh_ = std::make_unique<runtime::handover_mesh>(pod_state::max_workers);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "sluice serve: %s\n", e.what());
     return 1;
   }
   pod_->processes.store(static_cast<std::uint32_t>(current_.processes));
@@ -372,6 +381,8 @@ void supervisor::reap() {
     pod_->keys.detach_worker(p.row);    // and its keys' streams
     pod_->budgets.detach_worker(p.row); // and its requests in flight to upstreams
     pod_->circuits.detach_worker(p.row);  // and a circuit's probe it held
+    pod_->responses.drop_row(static_cast<std::uint32_t>(p.row));  // its store's responses are gone
+    mesh_->discard(p.row);  // connections handed to it that it never took: closed
     fold_ended_worker(*pod_, p.row, ended_);  // its counters stay in the pod's sums; frees the row
     ended(p, status);
   }

@@ -1,6 +1,7 @@
 #include "http/connection.hpp"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -25,6 +26,23 @@ connection::connection(tcp::socket socket, const server_options& opts)
     : socket_(std::move(socket)), buffer_(opts.max_header_bytes + 4096), opts_(opts) {
   error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
+}
+
+connection::connection(tcp::socket socket, const server_options& opts, std::string_view already_read)
+    : connection(std::move(socket), opts) {
+  handed_over_ = true;
+  const std::size_t n = std::min(already_read.size(), buffer_.max_size());
+  buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(already_read.data(), n)));
+}
+
+void connection::let_go() noexcept {
+  if (!socket_.is_open()) return;
+  // release() takes the descriptor out of the reactor explicitly: a close alone would leave it
+  // registered there while the other process's duplicate keeps the socket alive.
+  error_code ec;
+  const int fd = socket_.release(ec);
+  if (!ec && fd >= 0) ::close(fd);
+  else socket_.close(ec);
 }
 
 connection::~connection() {

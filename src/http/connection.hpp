@@ -27,7 +27,21 @@ namespace sluice::http {
 class connection final : public runtime::watchdog::item, public downstream {
  public:
   connection(tcp::socket socket, const server_options& opts);
+  // A connection another worker process of the pod handed over (runtime::handover_mesh), with the
+  // bytes it had read from it: they are read first, as if they had just arrived.
+  connection(tcp::socket socket, const server_options& opts, std::string_view already_read);
   ~connection() override;
+
+  // Whether this connection came from another worker process (it is not handed on again).
+  bool handed_over() const noexcept { return handed_over_; }
+  // What was read from the client beyond the request being handled (pipelined bytes).
+  std::string_view unread() const noexcept {
+    const auto d = buffer_.cdata();
+    return {static_cast<const char*>(d.data()), d.size()};
+  }
+  // Gives the socket up without a FIN, for another process that now holds a duplicate of it:
+  // pending operations fail, the descriptor leaves this process's reactor and is closed here.
+  void let_go() noexcept;
 
   // Reads the next request. errc::cancelled means the peer closed (or stayed idle past
   // idle_timeout) between requests: close quietly. Other errors deserve an error response.
@@ -121,6 +135,7 @@ class connection final : public runtime::watchdog::item, public downstream {
   bool stalled_ = false;
   std::string failed_request_id_;
   framing_refusal failed_refusal_ = framing_refusal::none;
+  bool handed_over_ = false;
 };
 
 // The value of the first `x-request-id` header line in the unparsed rest of a request head (the

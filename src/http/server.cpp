@@ -140,16 +140,12 @@ task<void> server::accept_loop() {
       co_await t.async_wait(ec_out(ec));
       continue;
     }
-    // Take the slot first and check after, so that worker threads accepting at once cannot all
-    // slip in under the cap.
-    const std::uint64_t cap = shared_.max_connections.load(std::memory_order_relaxed);
-    if (shared_.open_connections.fetch_add(1, std::memory_order_relaxed) >= cap) {
-      shared_.open_connections.fetch_sub(1, std::memory_order_relaxed);
-      shared_.refused_connections.fetch_add(1, std::memory_order_relaxed);
+    if (!take_slot()) {
       socket.close(ec);
       continue;
     }
-    tasks_.spawn(ctx_.get_executor(), session(std::move(socket), connection_slot(shared_)), "session");
+    tasks_.spawn(ctx_.get_executor(), session(std::make_unique<connection>(std::move(socket), opts_), connection_slot(shared_)),
+                 "session");
   }
 }
 
@@ -176,8 +172,41 @@ void server::note_accept_failure(const error_code& ec) {
   }
 }
 
-task<void> server::session(tcp::socket socket, [[maybe_unused]] connection_slot slot) {
-  auto conn = std::make_unique<connection>(std::move(socket), opts_);
+bool server::take_slot() noexcept {
+  // Take the slot first and check after, so that worker threads accepting at once cannot all
+  // slip in under the cap.
+  const std::uint64_t cap = shared_.max_connections.load(std::memory_order_relaxed);
+  if (shared_.open_connections.fetch_add(1, std::memory_order_relaxed) >= cap) {
+    shared_.open_connections.fetch_sub(1, std::memory_order_relaxed);
+    shared_.refused_connections.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void server::serve_handed(int fd, std::string already_read) {
+  net::post(ctx_, [this, fd, bytes = std::move(already_read)]() mutable {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (closing_ || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || !take_slot()) {
+      ::close(fd);
+      return;
+    }
+    tcp::socket socket(ctx_);
+    error_code ec;
+    socket.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      shared_.open_connections.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    tasks_.spawn(ctx_.get_executor(),
+                 session(std::make_unique<connection>(std::move(socket), opts_, bytes), connection_slot(shared_)),
+                 "handed session");
+  });
+}
+
+task<void> server::session(std::unique_ptr<connection> conn, [[maybe_unused]] connection_slot slot) {
   watchdog_.add(*conn);
   connections_.push_back(*conn);
   while (conn->is_open() && !closing_) {

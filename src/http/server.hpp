@@ -65,6 +65,10 @@ class server {
   void stop_accepting_now();
   // Closes every connection now. Thread-safe (posts).
   void close_all();
+  // Serves a connection another worker process of the pod handed over (`fd`, now this process's)
+  // and the bytes already read from it, under the same connection cap as an accepted one.
+  // Thread-safe (posts).
+  void serve_handed(int fd, std::string already_read);
   runtime::watchdog& watchdog() noexcept { return watchdog_; }
   // Every coroutine this server spawned (accept loop, watchdog, sessions) and is still running.
   const runtime::task_group& tasks() const noexcept { return tasks_; }
@@ -86,7 +90,9 @@ class server {
   };
 
   task<void> accept_loop();
-  task<void> session(tcp::socket socket, connection_slot slot);
+  task<void> session(std::unique_ptr<connection> conn, connection_slot slot);
+  // Takes a place under the connection cap; false (counted as refused) when it is reached.
+  bool take_slot() noexcept;
   void note_accept_failure(const error_code& ec);
 
   net::io_context& ctx_;

@@ -208,6 +208,7 @@ std::variant<std::shared_ptr<response_record>, store_refusal> memory_store::crea
     rec->store_ = this;
     bytes_.fetch_add(need, std::memory_order_relaxed);
     records_.emplace(rec->id(), rec);
+    if (index_) index_(rec->id(), true);
     if (queue) {
       queue_.push_back(rec);
       // Wake one idle runner (a stale handle, from a runner that left, is skipped).
@@ -315,6 +316,7 @@ void memory_store::erase_locked(std::unordered_map<std::string, std::shared_ptr<
     std::lock_guard l(rec->mu_);
     rec->store_ = nullptr;  // a follower still holding it no longer counts against the store
   }
+  if (index_) index_(it->first, false);
   records_.erase(it);
 }
 

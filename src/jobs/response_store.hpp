@@ -181,6 +181,9 @@ class memory_store {
   std::size_t idle_runners() const;
   std::uint64_t evicted() const noexcept { return evicted_.load(std::memory_order_relaxed); }
   const options& settings() const noexcept { return opts_; }
+  // Told of every id as it is stored (true) and dropped (false), under the store's lock: a pod's
+  // index of which worker holds what (response_index.hpp). Set before the store is used.
+  void set_index(std::function<void(std::string_view id, bool stored)> f) { index_ = std::move(f); }
 
  private:
   friend class response_record;
@@ -195,6 +198,7 @@ class memory_store {
   std::vector<wakeup::handle> idle_runners_;
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> evicted_{0};
+  std::function<void(std::string_view, bool)> index_;
 };
 
 }  // namespace sluice::jobs

@@ -5,8 +5,10 @@
 // `starting_after` and follows the live ones; POST /v1/responses/{id}/cancel drops a queued job or
 // stops a running one.
 #include <charconv>
+#include <sstream>
 
 #include <boost/json/parse.hpp>
+#include <boost/beast/http/write.hpp>
 #include <boost/json/serialize.hpp>
 
 #include "http/error_response.hpp"
@@ -142,6 +144,11 @@ task<void> pipeline::create_queued(request_context& ctx, jobs::new_response r) {
 task<void> pipeline::serve_stored(request_context& ctx, const http::request& req) {
   auto* store = cfg_.svc.responses;
   auto rec = store ? store->find(ctx.response_id) : nullptr;
+  // Held by another worker process of the pod: the connection goes there, once (a connection that
+  // came from another worker is answered here, whatever its store says).
+  if (!rec && cfg_.svc.handover && ctx.socket && !ctx.socket->handed_over()) {
+    if (auto row = cfg_.svc.handover->holder(ctx.response_id)) co_return co_await hand_over(ctx, req, *row);
+  }
   // Not a stream recorded here: a background response in the fleet's queue.
   if (!rec && cfg_.svc.queue) co_return co_await serve_queued(ctx, req);
   // Another key's response is as unknown as a missing one.
@@ -167,6 +174,28 @@ task<void> pipeline::serve_stored(request_context& ctx, const http::request& req
     co_return co_await follow(ctx, std::move(rec), *after);
   }
   co_await send_json(ctx, bhttp::status::ok, rec->object(), "application/json");
+}
+
+task<void> pipeline::hand_over(request_context& ctx, const http::request& req, std::size_t row) {
+  // The request as it was read (its body whole: a cancel's, if any), then what the client sent
+  // after it; the other worker reads them as if they had just arrived.
+  http::request copy = req;
+  copy.prepare_payload();
+  std::ostringstream raw;
+  raw << copy;
+  std::string bytes = std::move(raw).str();
+  bytes.append(ctx.socket->unread());
+  if (cfg_.svc.handover->hand_over(row, ctx.socket->socket().native_handle(), bytes)) {
+    ctx.socket->let_go();
+    ctx.handed_over = true;
+    ctx.keep_alive = false;
+    co_return;
+  }
+  bhttp::fields extra;
+  extra.set(bhttp::field::retry_after, "1");
+  error e = error::make(errc::overloaded, "The worker process holding this response could not take the request; retry.",
+                        "response_id");
+  co_await send_error(ctx, e, &extra);
 }
 
 task<void> pipeline::serve_queued(request_context& ctx, const http::request& req) {

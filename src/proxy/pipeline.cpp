@@ -121,10 +121,12 @@ bool pipeline::keep_alive(const http::request& req) const noexcept {
 // many awaits live in their own coroutines.
 task<bool> pipeline::handle(http::request req, http::connection& conn) {
   request_context ctx(conn, req.version());
+  ctx.socket = &conn;
   ctx.request_id = request_id_of(req);
   ctx.bytes_in = req.body().size();
   ctx.keep_alive = keep_alive(req);
   co_await serve(ctx, req);
+  if (ctx.handed_over) co_return false;  // the other worker serves (and counts) it
   finish(ctx);
   co_return ctx.keep_alive && ctx.end.written;
 }

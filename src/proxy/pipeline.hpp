@@ -142,6 +142,8 @@ class pipeline final : public http::request_handler {
   task<void> cut_follow(request_context& ctx, std::int64_t last);
   // GET /v1/responses/{id} (its object, or ?stream=true its events) and POST .../cancel.
   task<void> serve_stored(request_context& ctx, const http::request& req);
+  // Hands the client's connection to worker process `row`, which holds the response.
+  task<void> hand_over(request_context& ctx, const http::request& req, std::size_t row);
   // The events after `after`, then the live ones until the response ends.
   task<void> follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after);
 

@@ -47,6 +47,11 @@ struct request_context {
   // The client's connection; a background job's event log; or the client's connection recorded
   // (a stored Responses stream, background.cpp).
   http::downstream* conn;
+  // The client's socket itself (null for a job's run): what a handover gives to another worker process.
+  http::connection* socket = nullptr;
+  // The connection went to the worker process holding the response (background.cpp): nothing was
+  // written here, and this process counts and logs nothing of it.
+  bool handed_over = false;
   std::string request_id;
   obs::route route = obs::route::other;
   api which = api::chat_completions;

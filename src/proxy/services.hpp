@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <string>
 
 #include <atomic>
@@ -37,6 +39,19 @@ struct drain_state {
   std::atomic<bool> retiring{false};
 };
 
+// A worker process of a pod (--processes N) with the in-process store: which other worker holds a
+// stored response, and handing a client's connection to it (app/pod_handover.cpp,
+// docs/processes.md). Thread-safe.
+class response_handover {
+ public:
+  virtual ~response_handover() = default;
+  // The worker row of another live worker process that holds `id`; nullopt: none does (or this one).
+  virtual std::optional<std::size_t> holder(std::string_view id) const = 0;
+  // Hands connection `fd` to worker `row` with `bytes` (the request as read, and what followed):
+  // true once it is on its way (this process then lets the connection go without a FIN).
+  virtual bool hand_over(std::size_t row, int fd, std::string_view bytes) const = 0;
+};
+
 struct services {
   obs::metrics_registry& metrics;  // the exposition, for GET /metrics
   request_metrics& requests;
@@ -62,6 +77,9 @@ struct services {
   // A worker process of a pod (--processes N): GET /metrics answers this of the process's own
   // exposition (the pod's merged view); unset: the process's own.
   std::function<task<std::string>(std::string own)> pod_metrics = {};
+  // A worker process of a pod with the in-process store: GET, cancel and resume of a response
+  // another worker holds go to that worker. Null: every response is this process's.
+  const response_handover* handover = nullptr;
 };
 
 }  // namespace sluice::proxy

@@ -628,3 +628,64 @@ TEST_F(Processes, AnUpstreamsCircuitIsOneForThePod) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string get_body_status(std::future<test::bhttp::response<test::bhttp::string_body>>& f, unsigned& status) {
+  auto r = f.get();
+  status = r.result_int();
+  return r.body();
+}
+
+// A background response lives in the store of the worker that made it (--queue memory): a GET or
+// a resume that another worker accepts is handed to that worker with the client's connection.
+TEST_F(Processes, AStoredResponseIsServedByTheWorkerHoldingItWhicheverWorkerAcceptsTheRequest) {
+  test::serve_node pod(args("3"));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  const std::vector<int> pids = wait_serving(pod, 3);
+  ASSERT_EQ(pids.size(), 3u);
+  std::string id;
+  with_only(pids, pids[0], [&] {
+    auto r = test::call(pod.port, test::bhttp::verb::post, "/v1/responses",
+                        R"({"model":"sim-1","input":"tell me","background":true})", {{"x-sim-tokens", "20"}});
+    ASSERT_EQ(r.result_int(), 200u) << r.body();
+    id = std::string(boost::json::parse(r.body()).at("id").as_string());
+  });
+  ASSERT_FALSE(id.empty());
+  const std::string sent = R"(sluice_pod_handovers_total{result="sent"})";
+  // Accepted by the second worker while the holder is stopped: the connection waits in the
+  // holder's inbox, and is answered once it runs again.
+  std::future<test::bhttp::response<test::bhttp::string_body>> got, resumed;
+  with_only(pids, pids[1], [&] {
+    got = std::async(std::launch::async, [&] { return test::call(pod.port, test::bhttp::verb::get, "/v1/responses/" + id); });
+    EXPECT_LT(test::wait_until([&] { return pod.metric(sent) >= 1; }), 5001ms);
+  });
+  unsigned status = 0;
+  std::string body = get_body_status(got, status);
+  EXPECT_EQ(status, 200u) << body;
+  EXPECT_EQ(boost::json::parse(body).at("id").as_string(), id);
+  // A resume of its events, accepted by the third worker.
+  with_only(pids, pids[2], [&] {
+    resumed = std::async(std::launch::async, [&] {
+      return test::call(pod.port, test::bhttp::verb::get, "/v1/responses/" + id + "?stream=true&starting_after=0");
+    });
+    EXPECT_LT(test::wait_until([&] { return pod.metric(sent) >= 2; }), 5001ms);
+  });
+  body = get_body_status(resumed, status);
+  EXPECT_EQ(status, 200u) << body;
+  EXPECT_NE(body.find("event: response.completed"), std::string::npos) << body.substr(0, 400);
+  EXPECT_EQ(pod.metric(R"(sluice_pod_handovers_total{result="failed"})"), 0);
+  EXPECT_GE(pod.metric(R"(sluice_pod_shared_rows{table="responses"})"), 1);
+
+  // The holder killed: its store is gone, and so is the response, for every worker.
+  ::kill(pids[0], SIGKILL);
+  ASSERT_GE(wait_serving(pod, 4, 10000ms).size(), 4u);
+  for (int i = 0; i < 6; ++i) {
+    auto r = test::call(pod.port, test::bhttp::verb::get, "/v1/responses/" + id);
+    EXPECT_EQ(r.result_int(), 404u) << r.body();
+  }
+  EXPECT_EQ(pod.metric(R"(sluice_pod_shared_rows{table="responses"})"), 0);
+}
+
+}  // namespace
