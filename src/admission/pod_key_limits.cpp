@@ -41,7 +41,7 @@ pod_key_limits::pod_key_limits(client_keys keys, pod_keys& table, std::size_t wo
     };
     rows_[i] = table.attach(keys_.digest(i), worker_, generation, set_up, set_up);
     if (rows_[i] == nullptr)
-      throw std::runtime_error("keys-file: more keys with limits than a pod of --processes holds (" +
+      throw std::invalid_argument("keys-file: more keys with limits than a pod of --processes holds (" +
                                std::to_string(pod_key_rows) + " across the generations alive; use --redis)");
   }
 }

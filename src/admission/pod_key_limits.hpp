@@ -52,7 +52,7 @@ class pod_key_limits final : public key_limits {
   using now_fn = client_keys::now_fn;
 
   // `keys`: this generation's keys file as loaded. Attaches worker row `worker` of `generation` to
-  // a row of `table` for every key with a limit; throws std::runtime_error when the table is full.
+  // a row of `table` for every key with a limit; throws std::invalid_argument when the table is full.
   pod_key_limits(client_keys keys, pod_keys& table, std::size_t worker, std::uint32_t generation, now_fn now = {});
 
   result<key_handle> authenticate_header(std::string_view authorization) const override {

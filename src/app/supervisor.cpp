@@ -171,6 +171,10 @@ bool supervisor::spawn(generation& g, std::size_t position) {
     obs::log_error("pipe for a worker process failed", {{"error", std::string_view(std::strerror(errno))}});
     return false;
   }
+  // The row says its generation before the worker starts: the worker reads it at once (the pod's
+  // shared tables tell a reload's generation by it).
+  pod_->workers[row].rss_bytes.store(0);
+  pod_->workers[row].generation.store(g.number);
   std::fflush(nullptr);  // nothing buffered is written twice
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -184,9 +188,7 @@ bool supervisor::spawn(generation& g, std::size_t position) {
     child(g, row, fds[1]);
   }
   ::close(fds[1]);
-  pod_->workers[row].rss_bytes.store(0);
-  pod_->workers[row].generation.store(g.number);
-  pod_->workers[row].pid.store(pid);
+  pod_->workers[row].pid.store(pid);  // (the worker stores it too, first thing: whichever is first)
   process p;
   p.pid = pid;
   p.row = row;
@@ -212,6 +214,7 @@ void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   // A supervisor that dies (even by SIGKILL) drains its workers rather than orphaning them.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != self_) std::_Exit(0);
+  pod_->workers[row].pid.store(::getpid());
   const int code = run_worker(*g.opts, listener_, admin_, pod_link{pod_.get(), row, mesh_.get()}, ready_w);
   std::fflush(nullptr);
   std::_Exit(code);

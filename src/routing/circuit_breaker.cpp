@@ -112,7 +112,7 @@ circuit_breaker::circuit_breaker(circuit_settings s, const runtime::row_identity
   shared_ = table.attach(upstream, static_cast<std::size_t>(worker_), generation, [](pod_circuit_row&) {},
                          [](pod_circuit_row&) {});
   if (shared_ == nullptr)
-    throw std::runtime_error("more upstreams than a pod of --processes holds (" + std::to_string(pod_circuit_rows) +
+    throw std::invalid_argument("more upstreams than a pod of --processes holds (" + std::to_string(pod_circuit_rows) +
                              " across the generations alive)");
 }
 

@@ -35,7 +35,7 @@ pod_budget::pod_budget(const upstream_spec& spec, time_point now, pod_budgets& t
   };
   row_ = table.attach(spec.pod_identity(), worker_, generation, set_up, set_up);
   if (row_ == nullptr)
-    throw std::runtime_error("more upstreams than a pod of --processes holds (" + std::to_string(pod_budget_rows) +
+    throw std::invalid_argument("more upstreams than a pod of --processes holds (" + std::to_string(pod_budget_rows) +
                              " across the generations alive)");
 }
 

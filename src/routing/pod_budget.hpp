@@ -40,7 +40,7 @@ using pod_budgets = runtime::pod_table<pod_budget_row, pod_budget_rows>;
 
 class pod_budget final : public rate_budget {
  public:
-  // Attaches worker row `worker` of `generation` to the upstream's row; throws std::runtime_error
+  // Attaches worker row `worker` of `generation` to the upstream's row; throws std::invalid_argument
   // when the table is full.
   pod_budget(const upstream_spec& spec, time_point now, pod_budgets& table, std::size_t worker, std::uint32_t generation);
 

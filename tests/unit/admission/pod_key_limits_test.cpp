@@ -139,7 +139,7 @@ TEST_F(PodKeyLimits, AFullTableRefusesTheWorkerThatNeedsAnotherRow) {
   for (std::size_t i = 0; i < pod_key_rows; ++i) many += "sk-" + std::to_string(i) + " 1 0\n";
   auto a = worker(0, 0, many);
   EXPECT_EQ(table->used(), pod_key_rows);
-  EXPECT_THROW(worker(1, 1, "sk-another 1 0\n"), std::runtime_error);
+  EXPECT_THROW(worker(1, 1, "sk-another 1 0\n"), std::invalid_argument);
   auto same = worker(1, 1, "sk-7 3 0\n");  // a key already there takes no row
   EXPECT_EQ(same.shared_keys(), 1u);
 }
