@@ -689,3 +689,38 @@ TEST_F(Processes, AStoredResponseIsServedByTheWorkerHoldingItWhicheverWorkerAcce
 }
 
 }  // namespace
+
+namespace {
+
+// A key the new generation knows too shares its counters with the old one: a reload resets no
+// rate, and the old generation's streams still count against the key's max_streams.
+TEST_F(Processes, AReloadKeepsAKeysRateAndCountsTheOldGenerationsStreams) {
+  const std::string keys = test::temp_file_with("sk-kept 2 3 kept\n");
+  test::serve_node pod(args("2", {"--keys-file", keys}));
+  ASSERT_NE(pod.port, 0);
+  pod.p.keep_reading();
+  // Two of the key's three requests a minute, as long streams: its two at once.
+  std::vector<std::unique_ptr<open_stream>> open;
+  for (int i = 0; i < 2; ++i) {
+    open.push_back(std::make_unique<open_stream>(pod.port, 40, 50, "sk-kept"));
+    ASSERT_EQ(open.back()->status, 200) << open.back()->got;
+  }
+  std::ofstream(keys) << "sk-kept 2 3 kept\nsk-other 0 0 other\n";
+  ASSERT_EQ(::kill(pod.p.pid(), SIGHUP), 0);
+  ASSERT_LT(test::wait_until([&] { return occurrences(pod.p.output(), "accepts no more") == 2; }, 10000ms), 10001ms)
+      << pod.p.output();
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-other"}}).result_int(), 200)
+      << "the new generation serves";
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-kept"}}).result_int(), 429)
+      << "the old generation's two streams count against the key's two";
+  for (auto& s : open) {
+    s->read_rest();
+    EXPECT_TRUE(s->done());
+  }
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-kept"}}).result_int(), 200);
+  EXPECT_EQ(test::post_chat(pod.port, false, {{"authorization", "Bearer sk-kept"}}).result_int(), 429)
+      << "three a minute across the reload: a reset would have allowed three more";
+  ::unlink(keys.c_str());
+}
+
+}  // namespace
