@@ -245,14 +245,14 @@ TEST_F(Processes, MetricsAreOneViewOfThePodAndAnEndedWorkersCountersStayInIt) {
 }
 
 TEST_F(Processes, MaxStreamsHoldsForThePodAcrossThreeProcesses) {
-  test::serve_node pod(args("3", {"--max-streams", "20", "--queue-depth", "100", "--queue-timeout", "30s"}));
+  test::serve_node pod(args("3", {"--max-streams", "100", "--queue-depth", "200", "--queue-timeout", "30s"}));
   ASSERT_NE(pod.port, 0);
   pod.p.keep_reading();  // the workers' log lines never fill the pipe while the test waits
-  constexpr int streams = 45;
+  constexpr int streams = 150;
   std::vector<std::future<std::string>> done;
   for (int i = 0; i < streams; ++i)
     done.push_back(std::async(std::launch::async, [port = pod.port] {
-      open_stream s(port, 10, 40);
+      open_stream s(port, 20, 50);
       if (s.status != 200) return "status " + std::to_string(s.status) + ": " + s.got;
       s.read_rest();
       return s.got;
@@ -264,9 +264,9 @@ TEST_F(Processes, MaxStreamsHoldsForThePodAcrossThreeProcesses) {
     else ADD_FAILURE() << got.substr(0, 400);
   }
   EXPECT_EQ(whole, streams);
-  // One process's cap would have let 60 through at once; the pod's held it to 20, and it was reached.
-  EXPECT_LE(sim->snapshot().peak_active_streams, 20u);
-  EXPECT_GE(sim->snapshot().peak_active_streams, 15u);
+  // One process's cap would have let 150 through at once; the pod's held it to 100, and it was reached.
+  EXPECT_LE(sim->snapshot().peak_active_streams, 100u);
+  EXPECT_GE(sim->snapshot().peak_active_streams, 75u);
   EXPECT_LT(test::wait_until([&] { return pod.metric("sluice_pod_streams_in_use") == 0; }), 5001ms);
   EXPECT_EQ(pod.metric("sluice_pod_queued_requests"), 0);
 }
