@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "core/units.hpp"
+#include "routing/options.hpp"
 #include "runtime/pod_table.hpp"
 
 namespace sluice::routing {
@@ -39,7 +40,7 @@ struct circuit_settings {
 // A circuit's state as plain values (the window a fixed ring), with no lock of its own: the
 // breaker keeps it under its mutex, or a pod's processes in shared memory under theirs.
 struct circuit_core {
-  static constexpr std::size_t max_window = 1024;
+  static constexpr std::size_t max_window = max_circuit_window;
   static constexpr std::int32_t no_owner = -1;
 
   circuit_state state(time_point now) const;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "config/option_table.hpp"
-#include "routing/circuit_breaker.hpp"
 // yaml-cpp 0.7's iterator code trips GCC 12's -Wdangling-pointer false positive when inlined here.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
@@ -129,8 +128,6 @@ void options::register_options(config::option_table& t) {
                     engine_stale_after);
 }
 
-runtime::row_identity upstream_spec::pod_identity() const { return runtime::identity_of(name + '\n' + url); }
-
 result<void> options::finish(const std::vector<std::string>& flag_urls, const std::string& default_key_env) {
   for (const auto& u : flag_urls) {
     upstream_spec s;
@@ -140,8 +137,8 @@ result<void> options::finish(const std::vector<std::string>& flag_urls, const st
   if (upstreams.empty()) return error::make(errc::bad_request, "no upstream: give --upstream URL or an upstreams: list");
   if (max_attempts == 0) return error::make(errc::bad_request, "max-attempts: must be at least 1");
   if (circuit_failures == 0) return error::make(errc::bad_request, "circuit-failures: must be at least 1");
-  if (circuit_window == 0 || circuit_window > circuit_core::max_window)
-    return error::make(errc::bad_request, "circuit-window: must be 1.." + std::to_string(circuit_core::max_window));
+  if (circuit_window == 0 || circuit_window > max_circuit_window)
+    return error::make(errc::bad_request, "circuit-window: must be 1.." + std::to_string(max_circuit_window));
   if (backoff_cap < backoff_base) return error::make(errc::bad_request, "retry-backoff-cap: must be >= retry-backoff-base");
   if (circuit_open_time_max < circuit_open_time)
     return error::make(errc::bad_request, "circuit-open-time-max: must be >= circuit-open-time");

@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "runtime/pod_table.hpp"
 
 namespace sluice::config {
 class option_table;
@@ -21,6 +20,9 @@ namespace sluice::routing {
 using namespace std::chrono_literals;
 
 // One upstream, from an entry of the `upstreams:` config list or from one `--upstream URL` flag.
+// The longest `circuit-window` (a circuit's ring of outcomes has a fixed size: circuit_breaker.hpp).
+inline constexpr std::uint64_t max_circuit_window = 1024;
+
 struct upstream_spec {
   std::string name;                    // label in metrics and logs; default "upstream-<n>"
   std::string url;                     // http:// or https:// base URL
@@ -38,9 +40,6 @@ struct upstream_spec {
   std::string project;
 
   bool serves(std::string_view model) const;
-  // What names the upstream's rows in a pod's shared segment (its budget, its circuit): its name
-  // and URL, so a reload that keeps them keeps the rows.
-  runtime::row_identity pod_identity() const;
   // Registers the per-upstream keys (name, url, key-env, weight, models, ...) on `t`.
   void register_options(config::option_table& t);
 };

@@ -19,6 +19,8 @@ void reconfigure(std::optional<token_bucket>& b, std::uint64_t& configured, std:
 
 }  // namespace
 
+runtime::row_identity pod_identity(const upstream_spec& s) { return runtime::identity_of(s.name + '\n' + s.url); }
+
 void pod_budget_row::repair() noexcept { in_flight = std::accumulate(held.begin(), held.end(), std::uint64_t{0}); }
 
 void pod_budget_row::release_worker(std::size_t w) noexcept {
@@ -33,7 +35,7 @@ pod_budget::pod_budget(const upstream_spec& spec, time_point now, pod_budgets& t
     reconfigure(r.pace.requests, r.configured_rpm, spec.requests_per_minute, now);
     reconfigure(r.pace.tokens, r.configured_tpm, spec.tokens_per_minute, now);
   };
-  row_ = table.attach(spec.pod_identity(), worker_, generation, set_up, set_up);
+  row_ = table.attach(pod_identity(spec), worker_, generation, set_up, set_up);
   if (row_ == nullptr)
     throw std::invalid_argument("more upstreams than a pod of --processes holds (" + std::to_string(pod_budget_rows) +
                              " across the generations alive)");

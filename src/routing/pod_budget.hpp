@@ -34,6 +34,10 @@ struct pod_budget_row {
   void release_worker(std::size_t w) noexcept;
 };
 
+// What names an upstream's rows in a pod's shared segment (its budget, its circuit): its name and
+// URL, so a reload that keeps them keeps the rows.
+runtime::row_identity pod_identity(const upstream_spec& s);
+
 // Upstreams across the generations alive at once.
 inline constexpr std::size_t pod_budget_rows = 256;
 using pod_budgets = runtime::pod_table<pod_budget_row, pod_budget_rows>;

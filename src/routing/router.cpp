@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "routing/pod_budget.hpp"
+
 namespace sluice::routing {
 
 namespace {
@@ -14,7 +16,7 @@ circuit_settings circuit_of(const options& o) {
 
 circuit_breaker make_breaker(const upstream_spec& s, const options& o, const circuit_place& at) {
   if (at.table == nullptr) return circuit_breaker(circuit_of(o));
-  return circuit_breaker(circuit_of(o), s.pod_identity(), *at.table, at.worker, at.generation);
+  return circuit_breaker(circuit_of(o), pod_identity(s), *at.table, at.worker, at.generation);
 }
 
 constexpr auto busy_poll = std::chrono::milliseconds(50);  // re-check of saturation / concurrency holds
