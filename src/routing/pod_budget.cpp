@@ -8,7 +8,7 @@ namespace sluice::routing {
 namespace {
 
 // How long a pick refused for the pod's max-concurrent waits before it asks again.
-constexpr auto slot_poll = std::chrono::milliseconds(20);
+constexpr auto pod_slot_poll = std::chrono::milliseconds(20);
 
 void reconfigure(std::optional<token_bucket>& b, std::uint64_t& configured, std::uint64_t limit, time_point now) {
   if (configured == limit) return;  // learned limits and levels stay
@@ -86,7 +86,7 @@ task<std::optional<duration>> pod_budget::confirm(std::uint64_t tokens, budget_t
   if (r->in_flight >= max_concurrent_) {
     // The pick's reservation goes back: the lease is dropped and the request asks again.
     r->pace.refund(tokens, std::chrono::steady_clock::now());
-    co_return duration(slot_poll);
+    co_return duration(pod_slot_poll);
   }
   ++r->held[worker_];
   ++r->in_flight;
