@@ -72,6 +72,15 @@ std::string pod_link::pod_exposition(const std::string& own) const {
   return obs::write_exposition(obs::merge_expositions(parts));
 }
 
+void release_ended_worker(pod_state& pod, std::size_t row, const runtime::handover_mesh& mesh) noexcept {
+  pod.streams.release_row(row);
+  pod.keys.detach_worker(row);
+  pod.budgets.detach_worker(row);
+  pod.circuits.detach_worker(row);
+  pod.responses.drop_row(static_cast<std::uint32_t>(row));
+  mesh.discard(row);
+}
+
 void fold_ended_worker(pod_state& pod, std::size_t row, obs::exposition& ended) {
   pod.metrics_mu.lock();
   if (auto e = obs::parse_exposition(pod.expositions[row].load())) obs::fold_ended(ended, *e);

@@ -125,6 +125,12 @@ struct pod_link {
   bool all_published(std::uint64_t scrape) const;
 };
 
+// The supervisor, when the worker of `row` has ended: what it held goes back to the pod — its
+// concurrency slots and queue places, its keys' streams, its requests in flight to upstreams, a
+// circuit probe it held — its store's responses leave the index, and connections handed to it that
+// it never took are closed.
+void release_ended_worker(pod_state& pod, std::size_t row, const runtime::handover_mesh& mesh) noexcept;
+
 // The supervisor, when the worker of `row` has ended: its last exposition's sums join `ended` (kept by
 // the caller across calls, written back to the shared segment), and its row's exposition is emptied.
 void fold_ended_worker(pod_state& pod, std::size_t row, obs::exposition& ended);

@@ -380,13 +380,8 @@ void supervisor::reap() {
     process p = *it;
     procs_.erase(it);
     if (p.ready_fd >= 0) ::close(p.ready_fd);
-    pod_->streams.release_row(p.row);  // the slots and queue places it held go back to the pod
-    pod_->keys.detach_worker(p.row);    // and its keys' streams
-    pod_->budgets.detach_worker(p.row); // and its requests in flight to upstreams
-    pod_->circuits.detach_worker(p.row);  // and a circuit's probe it held
-    pod_->responses.drop_row(static_cast<std::uint32_t>(p.row));  // its store's responses are gone
-    mesh_->discard(p.row);  // connections handed to it that it never took: closed
-    fold_ended_worker(*pod_, p.row, ended_);  // its counters stay in the pod's sums; frees the row
+    release_ended_worker(*pod_, p.row, *mesh_);  // what it held goes back to the pod
+    fold_ended_worker(*pod_, p.row, ended_);      // its counters stay in the pod's sums; frees the row
     ended(p, status);
   }
 }
