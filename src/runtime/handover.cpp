@@ -14,7 +14,11 @@ handover_mesh::handover_mesh(std::size_t rows) : pairs_(rows) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       const int e = errno;
-      this->~handover_mesh();
+      // The pairs made so far are closed here: a constructor that throws runs no destructor.
+      for (auto& q : pairs_) {
+        if (q.in >= 0) ::close(q.in);
+        if (q.out >= 0) ::close(q.out);
+      }
       throw std::system_error(e, std::generic_category(), "socketpair for the pod's connection handover");
     }
     p.in = sv[0];
