@@ -23,6 +23,24 @@ digest sha256(std::string_view text) {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+std::string hex_of(const unsigned char* p, std::size_t n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(digits[p[i] >> 4]);
+    out.push_back(digits[p[i] & 0xF]);
+  }
+  return out;
+}
+
+// The name of the key already loaded under `name`, and its line; null when none.
+const detail::key_entry* key_named(const std::vector<std::unique_ptr<detail::key_entry>>& keys, std::string_view name) {
+  for (const auto& k : keys)
+    if (k->name == name) return k.get();
+  return nullptr;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
@@ -49,6 +67,27 @@ std::optional<std::uint64_t> parse_count(std::string_view s) {
 }
 
 }  // namespace
+
+std::string tenant_of_digest(const digest& key_digest) {
+  // A domain tag keeps the tenant id from being the key's own SHA-256 (which names it in the
+  // pod's shared tables).
+  std::string input = "sluice tenant v1\n";
+  input.append(reinterpret_cast<const char*>(key_digest.data()), key_digest.size());
+  const digest d = sha256(input);
+  return hex_of(d.data(), 16);
+}
+
+std::string tenant_of_credential(std::string_view credential) { return tenant_of_digest(sha256(credential)); }
+
+std::string_view bearer_credential(std::string_view authorization) noexcept {
+  auto v = trim(authorization);
+  constexpr std::string_view scheme = "bearer";
+  const bool has_scheme = v.size() > scheme.size() && is_space(v[scheme.size()]) &&
+                          std::equal(scheme.begin(), scheme.end(), v.begin(), [](char a, char b) {
+                            return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
+                          });
+  return has_scheme ? trim(v.substr(scheme.size())) : std::string_view{};
+}
 
 std::string_view to_string(rate_limit_kind k) noexcept {
   switch (k) {
@@ -113,6 +152,8 @@ result<void> client_keys::add_line(client_keys& out, std::string_view line, std:
   if (!max_streams || !rpm) return error::make(errc::bad_request, where + "max_streams and rpm must be whole numbers");
   auto e = std::make_unique<detail::key_entry>();
   e->digest = sha256(f[0]);
+  e->tenant = tenant_of_digest(e->digest);
+  e->line = line_no;
   e->name = "key-" + std::to_string(line_no);
   e->max_streams = *max_streams;
   e->rpm = *rpm;
@@ -134,6 +175,9 @@ result<void> client_keys::add_line(client_keys& out, std::string_view line, std:
   for (const auto& k : out.keys_)
     if (CRYPTO_memcmp(k->digest.data(), e->digest.data(), e->digest.size()) == 0)
       return error::make(errc::bad_request, where + "duplicate key (also '" + k->name + "')");
+  if (const auto* k = key_named(out.keys_, e->name))
+    return error::make(errc::bad_request, where + "the name '" + e->name + "' is also line " + std::to_string(k->line) +
+                                              "'s; every key needs a name of its own");
   out.add_entry(std::move(e));
   return ok;
 }
@@ -154,6 +198,8 @@ client_keys client_keys::divided(std::uint64_t n) const {
   for (const auto& k : keys_) {
     auto e = std::make_unique<detail::key_entry>();
     e->digest = k->digest;
+    e->tenant = k->tenant;
+    e->line = k->line;
     e->name = k->name;
     e->max_streams = share(k->max_streams);
     e->rpm = share(k->rpm);
@@ -167,6 +213,9 @@ client_keys client_keys::divided(std::uint64_t n) const {
 result<client_keys> client_keys::parse(std::string_view text, now_fn now) {
   client_keys out(std::move(now));
   std::size_t line_no = 0;
+  // Editors on some systems start a UTF-8 file with a byte-order mark: not part of the first key.
+  constexpr std::string_view bom = "\xEF\xBB\xBF";
+  if (text.starts_with(bom)) text.remove_prefix(bom.size());
   while (!text.empty()) {
     auto nl = text.find('\n');
     auto line = text.substr(0, nl);
@@ -206,14 +255,9 @@ result<key_handle> client_keys::authenticate(std::string_view key) const {
 }
 
 result<key_handle> client_keys::authenticate_header(std::string_view authorization) const {
-  auto v = trim(authorization);
-  constexpr std::string_view scheme = "bearer";
-  bool has_scheme = v.size() > scheme.size() && is_space(v[scheme.size()]) &&
-                    std::equal(scheme.begin(), scheme.end(), v.begin(), [](char a, char b) {
-                      return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
-                    });
-  if (!has_scheme) return error::make(errc::unauthorized, "missing API key (expected 'Authorization: Bearer <key>')");
-  return authenticate(trim(v.substr(scheme.size())));
+  const auto key = bearer_credential(authorization);
+  if (key.empty()) return error::make(errc::unauthorized, "missing API key (expected 'Authorization: Bearer <key>')");
+  return authenticate(key);
 }
 
 rate_headers client_keys::make_headers(std::uint64_t rpm, double requests_left, duration requests_reset,

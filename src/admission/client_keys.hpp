@@ -28,6 +28,16 @@
 
 namespace sluice::admission {
 
+// A tenant id: 32 hex digits (128 bits) of SHA-256 over a domain tag and the key's SHA-256. Stable
+// for a key across restarts, processes and replicas; it names no key and reveals none (it is what
+// Redis and the stores hold as a response's owner). tenant_of_credential: the same for a bare
+// credential (what follows "Bearer "), so a key has one tenant whether or not a keys file names it.
+std::string tenant_of_digest(const std::array<unsigned char, 32>& key_digest);
+std::string tenant_of_credential(std::string_view credential);
+// The credential of an Authorization header value ("Bearer <key>", scheme case-insensitive);
+// empty when it is not one.
+std::string_view bearer_credential(std::string_view authorization) noexcept;
+
 // One x-ratelimit-{limit,remaining,reset}-{requests,tokens} triple.
 struct rate_header {
   std::uint64_t limit = 0;
@@ -47,6 +57,8 @@ namespace detail {
 struct key_entry {
   std::array<unsigned char, 32> digest{};  // SHA-256 of the key; the key itself is not kept
   std::string name;                        // safe to log: from the file, or "key-<line>"
+  std::string tenant;                      // what owns the key's stored things (tenant_of_digest)
+  std::size_t line = 0;                    // the keys file's line (messages about the file)
   std::size_t index = 0;                   // position in the file's keys (the same in every copy)
   const void* identity = nullptr;          // the loaded file's entry, also for a divided() copy's
   std::uint64_t max_streams = 0;           // 0 = no per-key cap
@@ -73,6 +85,9 @@ class key_handle {
  public:
   key_handle() = default;
   const std::string& name() const { return entry_->name; }
+  // The tenant the key's stored responses belong to (docs/security.md): derived from the key
+  // itself, so no rename, reordering or second key of the same name can ever give it to another.
+  const std::string& tenant() const { return entry_->tenant; }
   std::uint64_t max_streams() const { return entry_->max_streams; }
   std::uint64_t rpm() const { return entry_->rpm; }
   std::uint64_t tpm() const { return entry_->tpm; }
@@ -194,8 +209,9 @@ class client_keys final : public key_limits {
   client_keys& operator=(client_keys&&) noexcept = default;
 
   // The keys file format: one key per line, `<key> <max_streams> <rpm> [name] [tpm=<n>]`,
-  // separated by spaces or tabs; `#` starts a comment; 0 means unlimited. Errors name the line,
-  // never the key.
+  // separated by spaces or tabs; `#` starts a comment; 0 means unlimited; a UTF-8 byte-order mark
+  // at the top is skipped. Two keys may not share a name (an explicit one or the default
+  // `key-<line>`). Errors name the line, never the key.
   static result<client_keys> parse(std::string_view text, now_fn now = {});
   static result<client_keys> load_file(const std::string& path, now_fn now = {});
 

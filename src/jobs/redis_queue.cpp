@@ -106,10 +106,30 @@ redis_queue::redis_queue(std::string prefix, std::string worker, const options& 
       foreground_max_waiting_(foreground_max_waiting) {}
 
 
-std::string redis_queue::response_key(std::string_view id) const { return prefix_ + "{resp:" + std::string(id) + "}"; }
+std::string redis_key_part(std::string_view s) {
+  // Ids are the gateway's own (resp_ + hex), so this is a copy; anything else that ever got here
+  // could not close the hash tag ('}'), glob ('*') or add a level (':') to the key's name.
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (plain) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string redis_queue::response_key(std::string_view id) const { return prefix_ + "{resp:" + redis_key_part(id) + "}"; }
 std::string redis_queue::events_key(std::string_view id) const { return response_key(id) + ":ev"; }
 std::string redis_queue::cancels_key(std::string_view worker) const {
-  return prefix_ + "{worker:" + std::string(worker) + "}:cancels";
+  return prefix_ + "{worker:" + redis_key_part(worker) + "}:cancels";
 }
 
 task<redis::response> redis_queue::run(redis::connection& c, script_index s, std::vector<std::string> keys,
@@ -152,8 +172,9 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
 }
 
 task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std::string_view id, redis_failure& failure) {
-  auto r = co_await c.command_within(opts_.command_timeout, "HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last", "fg");
-  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 8) {
+  auto r = co_await c.command_within(opts_.command_timeout, "HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last",
+                                     "fg", "up");
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 9) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
   }
@@ -170,6 +191,7 @@ task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std
   out.finished = e[5].str == "1";
   out.last_seq = to_int(e[6].str, -1);
   out.wire = e[7].str;
+  out.upstream_id = e[8].str;
   co_return out;
 }
 
@@ -356,11 +378,18 @@ task<bool> redis_queue::open(redis::connection& c, const new_response& r) {
   std::vector<std::string> keys{response_key(r.id)};
   std::vector<std::string> args{std::to_string(live_ttl_ms), "st", "in_progress", "obj", r.object, "own", r.owner, "bg",
                                 r.background ? "1" : "0", "hdr", json::serialize(hdr), "body", "", "last", "-1",
-                                "wk", worker_};
+                                "wk", worker_, "up", r.upstream_id};
   auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
   if (made.ok() && made.value.as_integer().value_or(0) == 1) co_return true;
   (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), r.id);
   co_return false;
+}
+
+task<void> redis_queue::note_upstream_id(redis::connection& c, std::string_view id, std::string_view upstream_id) {
+  // Only onto a hash that is there: a response that expired meanwhile is not made again (without
+  // a TTL). Once per response, so the script goes as text.
+  constexpr std::string_view script = "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'up', ARGV[1]) end";
+  (void)co_await c.command_within(opts_.command_timeout, "EVAL", script, "1", response_key(id), upstream_id);
 }
 
 task<void> redis_queue::release(redis::connection& c, std::string_view id) {

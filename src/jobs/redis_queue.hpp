@@ -9,6 +9,7 @@
 //                             hdr (the request's headers, JSON), body, wk (the worker running it),
 //                             last (the last stored sequence number), fin (1 once final),
 //                             fg (a foreground job: the API path it runs; its events are its answer),
+//                             up (the upstream's id for the response, once known),
 //                             nf (a foreground job: the Pub/Sub channel of the front relaying it)
 //   P{notify}:jobs, P{notify}:W  Pub/Sub channels (redis_notifier): a job queued; process W's
 //                             foreground jobs changed
@@ -47,6 +48,7 @@ struct stored_response {
   std::string body;                                          // only from load()
   std::int64_t last_seq = -1;
   std::string wire;  // a foreground job's API path (new_response::wire); "" for a response
+  std::string upstream_id;  // the upstream's id for it (new_response::upstream_id), when known
 };
 
 // A job as the consumer group delivered it.
@@ -140,6 +142,8 @@ class redis_queue {
   // death of this process is a worker_lost. False when Redis did not take it (away, or the id is
   // taken).
   task<bool> open(redis::connection& c, const new_response& r);
+  // The upstream's id for a response this process writes, learned once its stream began.
+  task<void> note_upstream_id(redis::connection& c, std::string_view id, std::string_view upstream_id);
   // The job ended here: its lease is released.
   task<void> release(redis::connection& c, std::string_view id);
   // Renews this worker's leases of `ids` (one command).
@@ -166,6 +170,10 @@ class redis_queue {
   const std::uint64_t foreground_max_waiting_;
   std::size_t first_script_ = 0;
 };
+
+// A string as part of a Redis key's name: letters, digits, '_' and '-' as they are, every other
+// byte %XX, so no id can reach into another key's name or hash tag.
+std::string redis_key_part(std::string_view s);
 
 // The SSE text of a stored error event (the Responses API's `error` event).
 std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message);

@@ -30,7 +30,8 @@ response_record::response_record(new_response r, std::uint64_t max_bytes)
       owner_(std::move(r.owner)),
       wire_(std::move(r.wire)),
       max_bytes_(max_bytes),
-      object_(std::move(r.object)) {}
+      object_(std::move(r.object)),
+      upstream_id_(std::move(r.upstream_id)) {}
 
 status response_record::state() const {
   std::lock_guard l(mu_);
@@ -40,6 +41,16 @@ status response_record::state() const {
 std::string response_record::object() const {
   std::lock_guard l(mu_);
   return object_;
+}
+
+std::string response_record::upstream_id() const {
+  std::lock_guard l(mu_);
+  return upstream_id_;
+}
+
+void response_record::set_upstream_id(std::string_view id) {
+  std::lock_guard l(mu_);
+  if (upstream_id_.empty()) upstream_id_ = id;
 }
 
 event_batch response_record::read_after(std::int64_t after, std::size_t max_bytes) const {

@@ -58,10 +58,13 @@ struct new_response {
   std::string object;  // the response object (status queued)
   std::vector<std::pair<std::string, std::string>> headers;  // the client's request headers, as the job replays them
   std::string body;     // the body the job sends upstream
-  std::string owner;    // the client key's name that created it ("" without client keys)
+  std::string owner;    // the tenant that created it (docs/security.md: a key's identity, never its name)
   // (--queue redis) A foreground job: the API path it runs ("/v1/chat/completions", ...) and whose
   // answer, head and body pieces, is its event log for the front relaying it; "": a response.
   std::string wire;
+  // The upstream's own id for the response, when known: what a later request's
+  // previous_response_id naming this response becomes on its way upstream.
+  std::string upstream_id;
 };
 
 class response_record {
@@ -79,6 +82,10 @@ class response_record {
   const std::string& body() const noexcept { return body_; }
   // A foreground job's API path (new_response::wire); "" for a response.
   const std::string& wire() const noexcept { return wire_; }
+  // The upstream's id for this response ("" until its first lifecycle event); any thread.
+  std::string upstream_id() const;
+  // Learned from the first lifecycle event; later calls change nothing.
+  void set_upstream_id(std::string_view id);
 
   status state() const;
   // The response object as it stands (JSON).
@@ -140,6 +147,7 @@ class response_record {
   status status_ = status::queued;
   bool cancel_requested_ = false;
   std::string object_;
+  std::string upstream_id_;
   std::deque<stored_event> events_;
   std::uint64_t event_bytes_ = 0;
   std::vector<wakeup::handle> followers_;

@@ -58,18 +58,24 @@ std::string job_body(std::string_view body) {
 }
 
 
-// `starting_after` of a stream's query: -1 when absent; nullopt when not a sequence number.
+// The largest sequence number a client may name: 2^53 - 1, the largest integer every JSON reader
+// holds exactly. Checked before use: the stores add one to it (Redis stream entry ids).
+constexpr std::int64_t max_starting_after = (std::int64_t{1} << 53) - 1;
+
+// `starting_after` of a stream's query: -1 when absent; nullopt when not a sequence number in range.
 std::optional<std::int64_t> starting_after(std::string_view target) {
   std::int64_t after = -1;
   if (auto v = query_value(target, "starting_after"); !v.empty()) {
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), after);
-    if (ec != std::errc{} || p != v.data() + v.size() || after < 0) return std::nullopt;
+    if (ec != std::errc{} || p != v.data() + v.size() || after < 0 || after > max_starting_after) return std::nullopt;
   }
   return after;
 }
 
 error bad_starting_after() {
-  return error::make(errc::bad_request, "starting_after must be a sequence number (an integer >= 0).", "starting_after");
+  return error::make(errc::bad_request,
+                     "starting_after must be a sequence number: an integer from 0 to " + std::to_string(max_starting_after) + ".",
+                     "starting_after");
 }
 
 
@@ -98,6 +104,30 @@ task<void> pipeline::refuse_background(request_context& ctx, jobs::store_refusal
                   obs::reject_reason::queue_full, &extra);
 }
 
+task<void> pipeline::map_previous_response(request_context& ctx, http::request& req) {
+  const std::string& id = ctx.previous_response_id;
+  if (!is_gateway_response_id(id)) co_return;  // an upstream's own id, or one the gateway never gave
+  std::string upstream;
+  if (auto* store = cfg_.svc.responses)
+    if (auto rec = store->find(id); rec && rec->owner() == ctx.tenant) upstream = rec->upstream_id();
+  if (upstream.empty() && cfg_.svc.queue) {
+    if (auto* c = cfg_.svc.redis->current()) {
+      jobs::redis_failure failure = jobs::redis_failure::none;
+      auto found = co_await cfg_.svc.queue->find(*c, id, failure);
+      if (found && found->owner == ctx.tenant && found->wire.empty()) upstream = std::move(found->upstream_id);
+    }
+  }
+  // Unknown here (another tenant's, expired, not begun yet): it goes on as it is, and the
+  // upstream answers for it.
+  if (upstream.empty()) co_return;
+  error_code ec;
+  auto v = json::parse(req.body(), ec);
+  if (ec || !v.is_object()) co_return;  // validated before: not reached
+  v.as_object()["previous_response_id"] = upstream;
+  req.body() = json::serialize(v);
+  req.prepare_payload();
+}
+
 task<void> pipeline::create_background(request_context& ctx, http::request& req) {
   auto* store = cfg_.svc.responses;
   if (!store && !cfg_.svc.queue)
@@ -105,7 +135,7 @@ task<void> pipeline::create_background(request_context& ctx, http::request& req)
                                                    "background"));
   const std::string id = new_response_id();
   std::string queued = queued_response_object(id, ctx.model, true, req.body());
-  jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), std::string(ctx.key_name), {}};
+  jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), ctx.tenant, {}, {}};
   if (cfg_.svc.queue) co_return co_await create_queued(ctx, std::move(r));
   auto made = store->create(std::move(r), true);
   if (auto* why = std::get_if<jobs::store_refusal>(&made)) co_return co_await refuse_background(ctx, *why, store->waiting());
@@ -152,7 +182,7 @@ task<void> pipeline::serve_stored(request_context& ctx, const http::request& req
   // Not a stream recorded here: a background response in the fleet's queue.
   if (!rec && cfg_.svc.queue) co_return co_await serve_queued(ctx, req);
   // Another key's response is as unknown as a missing one.
-  if (!rec || rec->owner() != ctx.key_name) co_return co_await send_error(ctx, not_found(ctx.response_id));
+  if (!rec || rec->owner() != ctx.tenant) co_return co_await send_error(ctx, not_found(ctx.response_id));
   if (ctx.response_cancel) {
     if (!rec->background())
       co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));
@@ -209,7 +239,7 @@ task<void> pipeline::serve_queued(request_context& ctx, const http::request& req
     co_return co_await send_error(ctx, queue_unavailable_error());
   }
   // A foreground job (a front's client's chat request) is no response anyone retrieves.
-  if (!found || found->owner != ctx.key_name || !found->wire.empty())
+  if (!found || found->owner != ctx.tenant || !found->wire.empty())
     co_return co_await send_error(ctx, not_found(ctx.response_id));
   if (ctx.response_cancel) {
     if (!found->background)

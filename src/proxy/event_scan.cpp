@@ -24,7 +24,7 @@ class scan_handler {
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
 
-  explicit scan_handler(event_facts& f) : f_(f) {}
+  scan_handler(event_facts& f, std::string_view payload) : f_(f), payload_(payload) {}
 
   bool on_document_begin(error_code&) { return true; }
   bool on_document_end(error_code&) { return true; }
@@ -60,17 +60,22 @@ class scan_handler {
       name_len_ = 0;
     }
     if (depth_ == 1) top_ = classify_top(name);
-    else if (depth_ == 2 && top_ == top_key::response) response_usage_ = name == "usage";
+    else if (depth_ == 2 && top_ == top_key::response) {
+      response_usage_ = name == "usage";
+      response_id_ = name == "id";
+    }
     else usage_ = classify_usage(name);
     return true;
   }
   bool on_string_part(string_view s, std::size_t, error_code&) {
     if (depth_ == 1 && top_ == top_key::type) append(s);
+    else if (depth_ == 2) response_id_ = false;  // an id in parts (escapes) is not spliced in place
     return true;
   }
   bool on_string(string_view s, std::size_t, error_code& ec) {
     // Kept small so that the parser inlines it: only a top-level "type" is read (rare on chat).
     if (depth_ == 1 && top_ == top_key::type) [[unlikely]] read_type(s);
+    else if (depth_ == 2 && response_id_ && top_ == top_key::response) [[unlikely]] note_response_id(s);
     name_len_ = 0;
     return scalar(ec);
   }
@@ -93,6 +98,7 @@ class scan_handler {
 
   // Called once the document is complete: without a top-level usage object, the response's is it.
   void finish() noexcept {
+    f_.response_object = response_object_;
     if (f_.usage_object || !response_usage_object_) return;
     f_.usage_object = true;
     f_.completion_tokens = nested_[0];
@@ -124,6 +130,16 @@ class scan_handler {
       case 12: return n == "input_tokens" ? usage_key::input_tokens : usage_key::other;
       default: return usage_key::other;
     }
+  }
+  // The response's id, when the parser hands it over in place (a string without escapes lies in
+  // the payload itself; one with escapes was unescaped into the parser's own buffer).
+  [[gnu::noinline]] void note_response_id(string_view s) noexcept {
+    response_id_ = false;
+    const char* begin = payload_.data();
+    if (s.data() < begin || s.data() + s.size() > begin + payload_.size()) return;
+    const auto at = static_cast<std::size_t>(s.data() - begin);
+    if (at == 0 || payload_[at - 1] != '"' || at + s.size() >= payload_.size() || payload_[at + s.size()] != '"') return;
+    f_.response_id = {true, at, s.size()};
   }
   [[gnu::noinline]] void read_type(string_view s) noexcept {
     append(s);
@@ -203,6 +219,7 @@ class scan_handler {
   }
 
   event_facts& f_;
+  std::string_view payload_;
   std::size_t depth_ = 0;
   bool top_object_ = false;
   top_key top_ = top_key::other;
@@ -210,6 +227,7 @@ class scan_handler {
   bool in_choices_ = false;  // the container at depth 1 is the top-level choices array
   bool response_object_ = false;        // the top-level "response" is an object
   bool response_usage_ = false;         // the last name read inside it was "usage"
+  bool response_id_ = false;            // the last name read inside it was "id"
   bool response_usage_object_ = false;  // and its value is an object
   std::int64_t nested_[4] = {-1, -1, -1, -1};  // response.usage: completion, prompt, output, input
   char name_[name_cap];
@@ -220,7 +238,7 @@ class scan_handler {
 
 bool scan_event(std::string_view payload, event_facts& out) {
   out = event_facts{};
-  boost::json::basic_parser<scan_handler> p(boost::json::parse_options{}, out);
+  boost::json::basic_parser<scan_handler> p(boost::json::parse_options{}, out, payload);
   error_code ec;
   const std::size_t n = p.write_some(false, payload.data(), payload.size(), ec);
   if (ec || n != payload.size() || !p.done() || !p.handler().top_object()) return false;

@@ -20,6 +20,16 @@ struct event_facts {
   std::int64_t completion_tokens = -1, prompt_tokens = -1, output_tokens = -1, input_tokens = -1;
   // The top-level "sequence_number" (Responses API events), -1 when absent or not an integer.
   std::int64_t sequence_number = -1;
+  // A top-level "response" member whose value is an object (a Responses API lifecycle event:
+  // response.created, .in_progress, .completed, ...), whatever whitespace the JSON has.
+  bool response_object = false;
+  // Where the value of that object's "id" string lies in the payload ([at, at + size)), when it is
+  // written there as it is (no escapes): a lifecycle event's response id can then be replaced
+  // without re-serializing the event. found == false otherwise.
+  struct span {
+    bool found = false;
+    std::size_t at = 0, size = 0;
+  } response_id;
   // The top-level "type" string (Responses API events), when it is one of these. text_delta is an
   // event that carries generated output: response.output_text.delta, response.refusal.delta and
   // response.function_call_arguments.delta.

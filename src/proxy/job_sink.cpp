@@ -52,6 +52,12 @@ std::pair<std::string, std::string> error_of(std::string_view body, unsigned sta
 
 std::string new_response_id() { return new_random_id("resp_"); }
 
+bool is_gateway_response_id(std::string_view id) noexcept {
+  constexpr std::string_view prefix = "resp_";
+  if (id.size() != prefix.size() + 32 || !id.starts_with(prefix)) return false;
+  return std::all_of(id.begin() + prefix.size(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& f : req) {
@@ -138,78 +144,129 @@ response_recorder::response_recorder(std::shared_ptr<jobs::response_record> rec)
 
 response_recorder::response_recorder(jobs::memory_store& store) : store_(&store) {}
 
-void response_recorder::feed(std::string_view data) {
-  if (stopped()) return;
+std::string_view response_recorder::feed(std::string_view data) {
+  if (malformed_) return data;
   // The relay writes whole events, so each event's own bytes are `data[from, ev.end)`; an event
   // begun in an earlier write (not expected) is stored re-serialized instead.
   const bool continued = parser_.pending_bytes() != 0;
   std::size_t from = 0;
   bool first = true;
+  client_out_.clear();
+  client_rewritten_ = false;
   auto fed = parser_.feed(data, [&](const sse::event_view& ev) {
-    std::string_view raw = (first && continued) || ev.end < from ? std::string_view{} : data.substr(from, ev.end - from);
+    const bool whole = !(first && continued) && ev.end >= from;
+    std::string_view raw = whole ? data.substr(from, ev.end - from) : std::string_view{};
     first = false;
+    const std::string client_text = on_event(ev, raw);
+    // The client's bytes: the relayed ones, but for an event whose response id became the gateway's.
+    if (!client_text.empty() && whole) {
+      if (!client_rewritten_) client_out_.assign(data.substr(0, from));
+      client_rewritten_ = true;
+      client_out_ += client_text;
+    } else if (client_rewritten_) {
+      client_out_.append(data.substr(from, ev.end - from));
+    }
     from = ev.end;
-    return on_event(ev, raw);
+    return true;
   });
   if (!fed) malformed_ = true;
+  if (!client_rewritten_) return data;
+  client_out_.append(data.substr(std::min(from, data.size())));
+  return client_out_;
 }
 
-bool response_recorder::open(const std::string& upstream_id, const std::string& object) {
-  jobs::new_response r{upstream_id, false, object, {}, {}, owner_, {}};
+bool response_recorder::open(const std::string& object) {
+  jobs::new_response r{id_, false, object, {}, {}, owner_, {}, upstream_id_};
   auto made = store_->create(std::move(r), false);
   auto* rec = std::get_if<std::shared_ptr<jobs::response_record>>(&made);
   store_ = nullptr;  // one try: a stream the store cannot take goes on unrecorded
   if (!rec) return false;
+  if (!(*rec)->start(object)) return false;
   rec_ = std::move(*rec);
-  if (!rec_->start(object)) return false;
   if (on_open_) on_open_(rec_);
   return true;
 }
 
-bool response_recorder::on_event(const sse::event_view& ev, std::string_view raw) {
+std::string response_recorder::on_event(const sse::event_view& ev, std::string_view raw) {
   event_facts facts;
-  if (!scan_event(ev.data, facts)) return true;  // not a JSON object ([DONE]): not stored
-  const bool lifecycle = ev.data.find("\"response\":{") != std::string_view::npos;
-  if (!rec_ && !lifecycle) return true;  // a client's stream is recorded from its first lifecycle event
+  if (!scan_event(ev.data, facts)) return {};  // not a JSON object ([DONE]): not stored
+  const bool lifecycle = facts.response_object;
+  if (!rec_ && !lifecycle) return {};  // a client's stream is recorded from its first lifecycle event
   std::int64_t seq = facts.sequence_number;
   const std::int64_t last = rec_ ? rec_->last_seq() : -1;
   const bool renumber = seq < 0 || seq <= last;
   if (renumber) seq = last + 1;
   std::string text;
   if (lifecycle || (renumber && rewrite_)) {
-    error_code ec;
-    auto v = json::parse(ev.data, ec);
-    if (ec || !v.is_object()) return true;
-    auto& o = v.as_object();
-    if (renumber && rewrite_) o["sequence_number"] = seq;
-    if (auto* r = o.if_contains("response"); r && r->is_object()) {
-      auto& ro = r->as_object();
-      if (rewrite_) {
-        // The response is the gateway's: its id, its creation time, stored, run in the background.
-        ro["id"] = rec_->id();
-        if (created_at_) ro["created_at"] = *created_at_;
-        ro["store"] = true;
-        ro["background"] = true;
-      }
-      std::optional<jobs::status> s;
-      if (const auto* st = ro.if_contains("status"); st && st->is_string()) s = status_of(st->as_string());
-      object_ = json::serialize(ro);
-      if (!rec_) {
-        const auto* id = ro.if_contains("id");
-        if (!store_ || !id || !id->is_string() || !open(std::string(id->as_string()), object_)) {
-          malformed_ = true;  // not recorded; the client's stream itself goes on
-          return true;
-        }
-      }
-      rec_->set_object(object_, s);
-    }
-    if (rewrite_) text = sse_text(ev.type, json::serialize(o));
+    text = rewrite(ev, raw, facts, renumber ? std::optional<std::int64_t>(seq) : std::nullopt);
+    if (text.empty()) return {};
   }
+  // A client's stream: its lifecycle events name the gateway's id, for the client as for the record.
+  std::string client_text = lifecycle && !rewrite_ && !id_.empty() ? text : std::string{};
+  if (!rec_ || too_large_) return client_text;
   if (text.empty()) text = raw.empty() ? sse_text(ev.type, ev.data) : std::string(raw);
   if (!rec_->append(seq, std::move(text))) {
-    too_large_ = true;
-    return false;
+    too_large_ = true;  // the client's stream goes on; its ids stay the gateway's
+    return client_text;
   }
+  note_terminal(facts, ev.data);
+  return client_text;
+}
+
+std::string response_recorder::rewrite(const sse::event_view& ev, std::string_view raw, const event_facts& facts,
+                                       std::optional<std::int64_t> seq) {
+  const bool lifecycle = facts.response_object;
+  error_code ec;
+  auto v = json::parse(ev.data, ec);
+  if (ec || !v.is_object()) return {};
+  auto& o = v.as_object();
+  if (seq && rewrite_) o["sequence_number"] = *seq;
+  auto* r = o.if_contains("response");
+  if (!lifecycle || !r || !r->is_object()) return sse_text(ev.type, json::serialize(o));
+  auto& ro = r->as_object();
+  // The upstream's own id, before it becomes the gateway's: a later previous_response_id naming
+  // this response is mapped back to it (background.cpp).
+  if (const auto* up = ro.if_contains("id"); up && up->is_string() && upstream_id_.empty()) {
+    upstream_id_ = std::string(up->get_string());
+    if (rec_) rec_->set_upstream_id(upstream_id_);
+  }
+  if (rewrite_) {
+    // The response is the gateway's: its id, its creation time, stored, run in the background.
+    ro["id"] = rec_->id();
+    if (created_at_) ro["created_at"] = *created_at_;
+    ro["store"] = true;
+    ro["background"] = true;
+  } else {
+    // A client's stream is stored and resumed under an id of the gateway's (128 random bits),
+    // never the upstream's, which may be short or sequential (docs/security.md).
+    if (id_.empty()) id_ = new_response_id();
+    ro["id"] = id_;
+  }
+  std::optional<jobs::status> s;
+  if (const auto* st = ro.if_contains("status"); st && st->is_string()) s = status_of(st->as_string());
+  object_ = json::serialize(ro);
+  // The first lifecycle event of a client's stream opens its record: when the store cannot take
+  // it, the stream goes on unrecorded (still under the gateway's id, which then finds nothing).
+  if (!rec_ && store_) open(object_);
+  else if (rec_ && !too_large_) rec_->set_object(object_, s);
+  if (!rewrite_)
+    if (std::string spliced = with_id(ev, raw, facts); !spliced.empty()) return spliced;
+  return sse_text(ev.type, json::serialize(o));
+}
+
+std::string response_recorder::with_id(const sse::event_view& ev, std::string_view raw, const event_facts& facts) const {
+  // The event's payload must lie in its raw bytes (one data line) and the id be written there as
+  // it is; then only the id's characters change and every other byte stays the upstream's.
+  const bool inside = !raw.empty() && ev.data.data() >= raw.data() && ev.data.data() + ev.data.size() <= raw.data() + raw.size();
+  if (!facts.response_id.found || !inside) return {};
+  const std::size_t at = static_cast<std::size_t>(ev.data.data() - raw.data()) + facts.response_id.at;
+  std::string out;
+  out.reserve(raw.size() + id_.size());
+  out.append(raw.substr(0, at)).append(id_).append(raw.substr(at + facts.response_id.size));
+  return out;
+}
+
+void response_recorder::note_terminal(const event_facts& facts, std::string_view data) {
   using tk = event_facts::type_kind;
   switch (facts.type) {
     case tk::completed: final_ = jobs::status::completed; break;
@@ -217,14 +274,13 @@ bool response_recorder::on_event(const sse::event_view& ev, std::string_view raw
     case tk::failed: final_ = jobs::status::failed; break;
     case tk::error: {
       final_ = jobs::status::failed;
-      auto [code, message] = error_of("{\"error\":" + std::string(ev.data) + "}", 502);
+      auto [code, message] = error_of("{\"error\":" + std::string(data) + "}", 502);
       error_code_ = code;
       error_message_ = message;
       break;
     }
     default: break;
   }
-  return true;
 }
 
 void response_recorder::fail(std::string_view code, std::string_view message) {
@@ -310,9 +366,9 @@ task<result<void>> recording_downstream::flush_head() {
 }
 
 task<result<void>> recording_downstream::write_chunk(std::string_view data) {
-  rec_.feed(data);
+  const std::string_view out = rec_.feed(data);
   if (!client_gone_) {
-    auto w = co_await client_.write_chunk(data);
+    auto w = co_await client_.write_chunk(out);
     if (!w) client_left();
   }
   if (!keep_going()) co_return error::make(errc::cancelled, "client gone");
@@ -327,9 +383,9 @@ task<result<void>> recording_downstream::finish_chunks() {
 }
 
 task<result<void>> recording_downstream::write_last_chunk(std::string_view data) {
-  rec_.feed(data);
+  const std::string_view out = rec_.feed(data);
   if (client_gone_) co_return ok;
-  auto w = co_await client_.write_last_chunk(data);
+  auto w = co_await client_.write_last_chunk(out);
   if (!w) client_left();
   co_return w;
 }

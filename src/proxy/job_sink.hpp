@@ -5,8 +5,9 @@
 // - job_sink is the downstream of a background job: only the record; the lifecycle events' `id`
 //   becomes the gateway's, and a whole answer (an error) fails the response;
 // - recording_downstream is the downstream of a client's own `stream: true` Responses request:
-//   every write goes to the client unchanged and is recorded too, under the upstream's response id,
-//   so the client can resume it (`starting_after`) after losing its connection; a client that
+//   every write goes to the client and is recorded too, under a response id of the gateway's (128
+//   random bits; the lifecycle events' response id is rewritten to it for the client as for the
+//   record), so the client can resume it (`starting_after`) after losing its connection; a client that
 //   leaves no longer cancels the stream while it is recorded, until no one has followed it for
 //   orphan-timeout.
 // One thread: the request's or the job's; the record is what other threads read.
@@ -24,6 +25,7 @@
 #include "http/types.hpp"
 #include "jobs/options.hpp"
 #include "jobs/response_store.hpp"
+#include "proxy/event_scan.hpp"
 #include "runtime/watchdog.hpp"
 #include "sse/parser.hpp"
 
@@ -35,15 +37,17 @@ class response_recorder {
  public:
   // A background job's: the record exists; ids become the gateway's.
   explicit response_recorder(std::shared_ptr<jobs::response_record> rec);
-  // A client's stream: the record is made in `store` at the first lifecycle event, under the
-  // upstream's response id, owned by `owner` (set_owner, once the client key is known).
+  // A client's stream: the record is made in `store` at the first lifecycle event, under a new
+  // id of the gateway's, owned by `owner` (set_owner: the tenant, once the client is known).
   explicit response_recorder(jobs::memory_store& store);
 
   void set_owner(std::string_view owner) { owner_ = owner; }
   // Told of a client's stream's record once it is made (--queue redis: mirrored into Redis).
   void on_open(std::function<void(const std::shared_ptr<jobs::response_record>&)> f) { on_open_ = std::move(f); }
-  // The relayed bytes of whole events.
-  void feed(std::string_view data);
+  // The relayed bytes of whole events. Returns what the client is sent: `data` itself, or (a
+  // client's stream, in a write with a lifecycle event) the same events with the gateway's response
+  // id, valid until the next feed.
+  std::string_view feed(std::string_view data);
   // Past response-max-bytes, or the events could not be read: nothing more is stored.
   bool stopped() const noexcept { return too_large_ || malformed_; }
   // A record is being written (a client's stream: once its first lifecycle event came).
@@ -56,14 +60,29 @@ class response_recorder {
   void conclude(std::string_view why, bool abandoned = false);
 
  private:
-  bool on_event(const sse::event_view& ev, std::string_view raw);
+  // Records one event; returns the client's text for it when that differs from the relayed bytes.
+  std::string on_event(const sse::event_view& ev, std::string_view raw);
+  // The event with the gateway's sequence number (`seq`, a job's) and, in a lifecycle event, the
+  // gateway's response id (a client's stream: spliced into the upstream's bytes where it can be);
+  // keeps the response object (opening a client's record). "" when the payload is not a JSON object.
+  std::string rewrite(const sse::event_view& ev, std::string_view raw, const event_facts& facts,
+                      std::optional<std::int64_t> seq);
+  // A client's lifecycle event as the upstream wrote it, but for its response id, which becomes the
+  // gateway's ("" when the id cannot be replaced in place: the event is re-serialized instead).
+  std::string with_id(const sse::event_view& ev, std::string_view raw, const event_facts& facts) const;
+  // The final status a terminal event says (response.completed, ..., error).
+  void note_terminal(const event_facts& facts, std::string_view data);
   // The record of a client's stream, made from its first lifecycle event's response object.
-  bool open(const std::string& upstream_id, const std::string& object);
+  bool open(const std::string& object);
 
   std::shared_ptr<jobs::response_record> rec_;
   jobs::memory_store* store_ = nullptr;  // a client's stream: where its record is made
   const bool rewrite_ = false;           // a background job: the gateway's id in lifecycle events
   std::string owner_;
+  std::string id_;  // a client's stream: the gateway's id for it, from its first lifecycle event
+  std::string upstream_id_;  // the upstream's id for it, from the same event
+  std::string client_out_;         // feed's rewritten bytes for the client
+  bool client_rewritten_ = false;  // in the current feed
   sse::parser parser_;
   bool too_large_ = false;
   bool malformed_ = false;
@@ -172,6 +191,8 @@ std::string response_object_with(std::string_view object, jobs::status s, std::s
 // A new response id: "resp_" and 32 hex digits from the system's CSPRNG (an id is the only key
 // to a response when no client keys are configured).
 std::string new_response_id();
+// An id of new_response_id()'s shape: the only ids the gateway stores responses under.
+bool is_gateway_response_id(std::string_view id) noexcept;
 // `prefix` and 32 hex digits from the system's CSPRNG.
 std::string new_random_id(std::string_view prefix);
 

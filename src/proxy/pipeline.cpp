@@ -45,6 +45,14 @@ constexpr route_entry routes[] = {
     {"/metrics", obs::route::metrics, api::chat_completions, bhttp::verb::get},
 };
 
+// Without a keys file: the tenant of the credential the client sent ("" with none: anonymous).
+std::string credential_tenant(const http::request& req) {
+  auto it = req.find(bhttp::field::authorization);
+  if (it == req.end()) return {};
+  const auto credential = admission::bearer_credential(it->value());
+  return credential.empty() ? std::string{} : admission::tenant_of_credential(credential);
+}
+
 // The rejection reason of a request that could not be read.
 obs::reject_reason reject_reason_of_read(const error& e, http::framing_refusal framing) noexcept {
   switch (framing) {
@@ -184,8 +192,14 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   auto watch = ctx.conn->watch_peer(ctx.cancel);
   admission_ticket ticket;
   if (!co_await authenticate(ctx, req, ticket)) co_return;
+  // Without a keys file, what a request stores or reads back belongs to the credential it
+  // presents (two hashes: only for the requests that store or read).
+  const bool stores_or_reads = recorded || ctx.background || !ctx.response_id.empty() || !ctx.previous_response_id.empty();
+  if (!cfg_.svc.keys && stores_or_reads) ctx.tenant = credential_tenant(req);
+  // A response the gateway stored under its own id continues upstream under the upstream's.
+  if (!ctx.previous_response_id.empty()) co_await map_previous_response(ctx, req);
   if (recorded) {
-    recorded->recorder().set_owner(ctx.key_name);
+    recorded->recorder().set_owner(ctx.tenant);
     // --queue redis: resumable on any front, not only here.
     if (auto* w = cfg_.svc.queue_worker)
       recorded->recorder().on_open([w](const std::shared_ptr<jobs::response_record>& rec) { w->mirror_recorded(rec); });
@@ -238,6 +252,7 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   ctx.include_usage = summary->include_usage;
   ctx.background = summary->background;
   ctx.store = summary->store;
+  ctx.previous_response_id = std::move(summary->previous_response_id);
   if (ctx.background && !ctx.store)
     return error::make(errc::bad_request, "Background responses must be stored: drop store: false.", "store");
   // Paced cost before sending: about 4 bytes per prompt token, plus what the answer may use.
@@ -313,7 +328,7 @@ task<bool> pipeline::authenticate(request_context& ctx, const http::request& req
     co_return false;
   }
   t.key = std::move(std::get<admission::key_permit>(*got));
-  ctx.key_name = who->name();
+  ctx.tenant = who->tenant();
   co_return true;
 }
 

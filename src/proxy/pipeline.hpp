@@ -125,6 +125,9 @@ class pipeline final : public http::request_handler {
   // POST /v1/responses with background: the job queued, its object answered (or its stream followed).
   task<void> create_background(request_context& ctx, http::request& req);
   task<void> refuse_background(request_context& ctx, jobs::store_refusal why, std::uint64_t waiting);
+  // previous_response_id naming a response this gateway stored (under its own id, for this
+  // tenant) becomes the upstream's id for it in the body; any other id goes on as it is.
+  task<void> map_previous_response(request_context& ctx, http::request& req);
   // --queue redis: the same, the response and its job in Redis.
   task<void> create_queued(request_context& ctx, jobs::new_response r);
   task<void> serve_queued(request_context& ctx, const http::request& req);

@@ -69,8 +69,8 @@ task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
   // The worker answers under this request's id.
   std::erase_if(headers, [](const auto& h) { return boost::beast::iequals(h.first, "x-request-id"); });
   headers.emplace_back("x-request-id", ctx.request_id);
-  jobs::new_response r{id,      false, "{}", std::move(headers), std::string(req.body()), std::string(ctx.key_name),
-                       wire_target(req.method(), ctx.path)};
+  jobs::new_response r{id,      false, "{}", std::move(headers), std::string(req.body()), ctx.tenant,
+                       wire_target(req.method(), ctx.path), {}};
   auto* c = cfg_.svc.redis->current();
   jobs::redis_failure failure = jobs::redis_failure::unavailable;
   std::optional<jobs::store_refusal> refusal;

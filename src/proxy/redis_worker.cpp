@@ -60,7 +60,7 @@ void redis_worker::mirror_recorded(std::shared_ptr<jobs::response_record> rec) {
 task<void> redis_worker::run_recorded(std::shared_ptr<jobs::response_record> rec) {
   auto* c = redis_.current();
   if (!c) co_return;
-  jobs::new_response r{rec->id(), false, rec->object(), {}, {}, rec->owner(), {}};
+  jobs::new_response r{rec->id(), false, rec->object(), {}, {}, rec->owner(), {}, rec->upstream_id()};
   // Not taken (Redis away, or the id is someone else's): the stream stays resumable here only.
   if (!co_await queue_.open(*c, r)) co_return;
   {
@@ -164,7 +164,8 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
                        std::move(stored->headers),
                        std::move(stored->body),
                        std::move(stored->owner),
-                       std::move(stored->wire)};
+                       std::move(stored->wire),
+                       std::move(stored->upstream_id)};
   auto rec = std::make_shared<jobs::response_record>(std::move(r), queue_.settings().response_max_bytes);
   rec->start(std::move(object));
   {
@@ -193,6 +194,8 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
   std::int64_t last = -1;
   std::string written = rec->object();  // start() stored it
   const bool foreground = !rec->wire().empty();
+  // Noted once: a foreground job's is no one's previous_response_id; a recorded stream's came with open().
+  bool upstream_id_noted = foreground || !rec->upstream_id().empty();
   std::optional<runtime::steady::time_point> failing_since;
   for (;;) {
     // The state first: a final one means every event is in the record already.
@@ -212,6 +215,12 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
     jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
     // (No co_await inside a conditional expression: GCC 12 miscompiles it.)
     bool ours = false;
+    if (c && !upstream_id_noted) {
+      if (const std::string up = rec->upstream_id(); !up.empty()) {
+        co_await queue_.note_upstream_id(*c, rec->id(), up);
+        upstream_id_noted = true;
+      }
+    }
     if (c) {
       const std::optional<jobs::status> new_state = final_now ? std::optional(st) : std::nullopt;
       const std::string new_object = changed || final_now ? object : std::string();

@@ -130,7 +130,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     // bytes start after the chunk's last good event, or at the buffer's start when it is the
     // chunk's first (the buffer then holds its beginning).
     const std::size_t from = events_.good_end() > 0 ? events_.chunk_start() + events_.good_end() : 0;
-    svc_.secrets.scrub(buf_.mutable_data() + from, events_.chunk_start() + ev.end - from);
+    redact_event(from, events_.chunk_start() + ev.end);
   }
   if (events_.on_data(facts, ev.end)) {
     // Every event of one read arrived together: they share the read's time (one clock read per
@@ -208,6 +208,17 @@ task<bool> sse_relay::read_more(std::size_t& n) {
   n = *r;
   if (n) svc_.streams.stream_bytes_total(obs::byte_direction::upstream).add(n);
   co_return true;
+}
+
+void sse_relay::redact_event(std::size_t from, std::size_t to) {
+  if (svc_.secrets.empty()) return;
+  std::size_t masked = 0;
+  std::string redacted = svc_.secrets.redact(buf_.view(from, to - from), &masked);
+  if (masked == 0) return;
+  // Masked in place too, for any path that sends the buffer's bytes as they are; the write sends
+  // the redacted text instead, whose fixed mask does not show the key's length.
+  svc_.secrets.scrub(buf_.mutable_data() + from, to - from);
+  if (events_.redact(from, to)) redacted_event_ = std::move(redacted);
 }
 
 task<bool> sse_relay::put(std::size_t from, std::size_t n) {
@@ -344,7 +355,7 @@ task<bool> sse_relay::write_events(std::size_t upto) {
   // The bytes [0, upto) of buf_ go out, less a stripped usage chunk, with the structured-output
   // verdict event spliced in right before [DONE] when one is due (plan_write, relay_events.hpp).
   const relay_events::cut cut = events_.take_cut();
-  if (cut.drop_to <= cut.drop_from && cut.verdict_at == no_offset) {  // the usual case: all of it
+  if (cut.drop_to <= cut.drop_from && cut.verdict_at == no_offset && cut.redact_to <= cut.redact_from) {  // the usual case
     auto w = co_await client_.write_chunk(buf_.view(0, upto));
     co_return w.has_value();
   }
@@ -354,6 +365,11 @@ task<bool> sse_relay::write_events(std::size_t upto) {
     if (piece.verdict) {  // rare: annotate with the verdict event asked for
       const bool sent = co_await write_verdict_event();
       if (!sent) co_return false;
+      continue;
+    }
+    if (piece.redacted) {  // rare: an upstream's error event that quoted the gateway's key
+      auto w = co_await client_.write_chunk(redacted_event_);
+      if (!w) co_return false;
       continue;
     }
     // Straight to the connection, not through put(): one coroutine frame fewer per write.

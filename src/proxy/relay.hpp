@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/boxed.hpp"
 #include "core/error.hpp"
@@ -90,6 +91,8 @@ class sse_relay : public runtime::watchdog::item {
   task<bool> finish_with(std::size_t upto);
   // Checks one event; false stops the parse (malformed payload).
   bool on_event(const sse::event_view& ev);
+  // An upstream error event in buf_ [from, to): without the gateway's keys for the client.
+  void redact_event(std::size_t from, std::size_t to);
   // Writes buf_[0, upto) by plan_write: less a stripped usage chunk, with the structured-output
   // verdict event spliced in before [DONE].
   task<bool> write_events(std::size_t upto);
@@ -119,6 +122,7 @@ class sse_relay : public runtime::watchdog::item {
   relay_events events_;                      // the events' bookkeeping (relay_events.hpp)
   stream_check* check_ = nullptr;            // structured outputs; null when not checked
   bool verdict_sent_ = false;
+  std::string redacted_event_;  // what the next write sends instead of an error event that quoted a key
   runtime::steady::time_point deadline_ = runtime::steady::time_point::max();
 };
 

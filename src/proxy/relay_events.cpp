@@ -47,36 +47,57 @@ bool relay_events::on_data(const event_facts& facts, std::size_t end) noexcept {
   return content;
 }
 
+namespace {
+
+// What goes in between the byte ranges, at a buffer offset.
+struct write_splice {
+  std::size_t at;
+  bool verdict;  // else the redacted event
+};
+
+}  // namespace
+
 write_plan plan_write(std::size_t upto, const relay_events::cut& c) noexcept {
   write_plan p;
-  auto add = [&p](bool verdict, std::size_t from, std::size_t to) {
-    if (verdict || to > from) p.pieces[p.count++] = {verdict, from, to};
+  auto add = [&p](bool verdict, bool redacted, std::size_t from, std::size_t to) {
+    if (verdict || redacted || to > from) p.pieces[p.count++] = {verdict, redacted, from, to};
   };
-  // The bytes to send: [0, upto) less the dropped range.
-  std::array<std::pair<std::size_t, std::size_t>, 2> ranges{};
-  std::size_t n = 0;
-  if (c.drop_to > c.drop_from && c.drop_from < upto) {
-    ranges[n++] = {0, c.drop_from};
-    ranges[n++] = {std::min(c.drop_to, upto), upto};
-  } else {
-    ranges[n++] = {0, upto};
+  // The bytes to send: [0, upto) less the dropped and the redacted ranges.
+  std::array<std::pair<std::size_t, std::size_t>, 2> holes{};
+  std::size_t nh = 0;
+  auto hole = [&](std::size_t from, std::size_t to) {
+    if (to > from && from < upto) holes[nh++] = {from, std::min(to, upto)};
+  };
+  hole(c.drop_from, c.drop_to);
+  hole(c.redact_from, c.redact_to);
+  if (nh == 2 && holes[1].first < holes[0].first) std::swap(holes[0], holes[1]);
+  std::array<std::pair<std::size_t, std::size_t>, 3> ranges{};
+  std::size_t nr = 0, at = 0;
+  for (std::size_t i = 0; i < nh; ++i) {
+    ranges[nr++] = {at, holes[i].first};
+    at = std::max(at, holes[i].second);
   }
-  // The verdict goes at the first send position at or after verdict_at: one due inside the
-  // dropped range moves to its end.
-  bool verdict_due = c.verdict_at != no_offset;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto [from, to] = ranges[i];
-    if (verdict_due && c.verdict_at < to) {
-      const std::size_t at = std::max(c.verdict_at, from);
-      add(false, from, at);
-      add(true, 0, 0);
-      add(false, at, to);
-      verdict_due = false;
-    } else {
-      add(false, from, to);
+  ranges[nr++] = {at, upto};
+  // The splices, by offset (the redacted event first on a tie): each goes at the first send
+  // position at or after its offset, so one due inside a range left out moves to its end.
+  std::array<write_splice, 2> splices{};
+  std::size_t ns = 0;
+  if (c.redact_to > c.redact_from && c.redact_from < upto) splices[ns++] = {c.redact_from, false};
+  if (c.verdict_at != no_offset) splices[ns++] = {c.verdict_at, true};
+  if (ns == 2 && splices[1].at < splices[0].at) std::swap(splices[0], splices[1]);
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < nr; ++i) {
+    auto [from, to] = ranges[i];
+    while (next < ns && splices[next].at < to) {
+      const std::size_t pos = std::max(splices[next].at, from);
+      add(false, false, from, pos);
+      add(splices[next].verdict, !splices[next].verdict, 0, 0);
+      from = pos;
+      ++next;
     }
+    add(false, false, from, to);
   }
-  if (verdict_due) add(true, 0, 0);
+  for (; next < ns; ++next) add(splices[next].verdict, !splices[next].verdict, 0, 0);
   return p;
 }
 

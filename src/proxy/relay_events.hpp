@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "proxy/event_scan.hpp"
 
@@ -45,16 +46,30 @@ class relay_events {
   bool saw_end() const noexcept { return saw_done_; }
   bool saw_error_event() const noexcept { return saw_error_event_; }
   // Nothing to cut out of, or splice into, the next write.
-  bool plain_write() const noexcept { return drop_to_ <= drop_from_ && verdict_at_ == no_offset; }
+  bool plain_write() const noexcept {
+    return drop_to_ <= drop_from_ && verdict_at_ == no_offset && redact_to_ <= redact_from_;
+  }
+  // The next write sends the relay's redacted text (an upstream's error event without the
+  // gateway's keys) instead of the bytes [from, to) (buffer offsets). One per write: false when
+  // one is already due (the bytes, masked in place, then go as they are).
+  bool redact(std::size_t from, std::size_t to) noexcept {
+    if (redact_to_ > redact_from_) return false;
+    redact_from_ = from;
+    redact_to_ = to;
+    return true;
+  }
 
   // The usage chunk to leave out of the next write, [from, to) in buffer offsets (from == to:
   // none), and where the verdict goes (buffer offset, or no_offset); take() hands them out once.
   struct cut {
     std::size_t drop_from = 0, drop_to = 0;
     std::size_t verdict_at = no_offset;
+    std::size_t redact_from = 0, redact_to = 0;  // the redacted text goes instead of these bytes
   };
   cut take_cut() noexcept {
     cut c;
+    c.redact_from = std::exchange(redact_from_, 0);
+    c.redact_to = std::exchange(redact_to_, 0);
     if (drop_to_ > drop_from_) {
       c.drop_from = drop_from_;
       c.drop_to = drop_to_;
@@ -86,20 +101,23 @@ class relay_events {
   std::size_t chunk_start_ = 0;
   std::size_t good_end_ = 0;
   std::size_t drop_from_ = 0, drop_to_ = 0;
+  std::size_t redact_from_ = 0, redact_to_ = 0;
   std::size_t verdict_at_ = no_offset;  // within the chunk it was found in: chunk_start_ + this
   std::size_t verdict_chunk_ = 0;
 };
 
-// One write of the buffer's bytes [0, upto): up to three byte ranges and the verdict event between
-// them, in order. The usage chunk [drop_from, drop_to) is left out; the verdict goes at
-// `verdict_at` (buffer offset; no_offset: none), never inside the dropped range (the usage chunk
-// always comes before [DONE], so a verdict due inside it moves to its end).
+// One write of the buffer's bytes [0, upto): byte ranges with the verdict event and the redacted
+// error event between them, in order. The usage chunk [drop_from, drop_to) is left out; the
+// redacted text replaces [redact_from, redact_to); the verdict goes at `verdict_at` (buffer offset;
+// no_offset: none), never inside a range left out (the usage chunk always comes before [DONE], so a
+// verdict due inside it moves to its end).
 struct write_plan {
   struct piece {
-    bool verdict = false;  // the verdict event, not bytes
+    bool verdict = false;   // the verdict event, not bytes
+    bool redacted = false;  // the redacted error event, not bytes
     std::size_t from = 0, to = 0;
   };
-  std::array<piece, 4> pieces{};
+  std::array<piece, 8> pieces{};
   std::size_t count = 0;
 };
 write_plan plan_write(std::size_t upto, const relay_events::cut& c) noexcept;

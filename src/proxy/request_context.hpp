@@ -71,10 +71,14 @@ struct request_context {
   std::optional<output_contract> contract;  // structured outputs: the schema the output must follow
   bool background = false;             // responses: `background: true` (a job, docs/queue.md)
   bool store = true;                   // responses: `store`
+  std::string previous_response_id;    // responses: the response this one continues ("" = none)
   // GET /v1/responses/{id} and POST /v1/responses/{id}/cancel: the id, and which of the two.
   std::string response_id;
   bool response_cancel = false;
-  std::string_view key_name;  // the client key's name (its entry outlives the request); "" without keys
+  // Who owns what this request stores and may read it back (docs/security.md): the client key's
+  // tenant id; without a keys file, the tenant of the Authorization credential the client sent
+  // ("" with none: the anonymous tenant).
+  std::string tenant;
 
   double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered
   request_cancel cancel;

@@ -8,6 +8,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "proxy/duplicate_members.hpp"
 #include "proxy/structured_output.hpp"
 
 namespace sluice::proxy {
@@ -162,6 +163,10 @@ std::optional<error> prompt_fields(api which, const json::object& obj, request_s
     if (input && !input->is_null() && !input->is_string() && !input->is_array())
       return wrong_type("input", "a string or an array", *input);
     if (input) out.prompt_chars = text_size(*input);
+    if (const json::value* prev = obj.if_contains("previous_response_id"); prev && !prev->is_null()) {
+      if (!prev->is_string()) return wrong_type("previous_response_id", "a string", *prev);
+      out.previous_response_id = std::string(prev->get_string());
+    }
     if (const json::value* v = obj.if_contains("max_output_tokens"); v && !v->is_null()) {
       if (!is_uint(*v)) return wrong_type("max_output_tokens", "a non-negative integer", *v);
       out.max_tokens = as_uint(*v);
@@ -236,6 +241,13 @@ result<request_summary> validate_request(api which, std::string_view body) {
   if (!root.is_object()) return bad("The request body must be a JSON object.", "");
   const auto& obj = root.get_object();
   request_summary out;
+  // A member written twice: the parse kept one copy, an upstream may act on the other. Counting is
+  // cheap; the search that names the member runs only when the counts differ.
+  if (written_members(body) != parsed_members(root))
+    if (auto dup = duplicate_member(body))
+      return bad("Invalid request: the member '" + *dup + "' is given more than once in its object; send each member "
+                 "once.",
+                 *dup);
   // One walk over the parsed values; the path is built only for the number refused.
   if (std::vector<path_step> rev; non_finite_at(root, rev)) {
     std::string p = param_of(rev);

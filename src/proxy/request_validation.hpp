@@ -42,6 +42,7 @@ struct request_summary {
   bool include_usage = false;     // stream_options.include_usage
   bool background = false;        // responses: run as a background job (docs/queue.md)
   bool store = true;              // responses: `store` (OpenAI's default is true)
+  std::string previous_response_id;  // responses: the response this one continues ("" = none)
   std::uint64_t max_tokens = 0;   // 0 = not given
   std::size_t prompt_chars = 0;   // rough size of the prompt, for later cost estimates
   std::optional<output_schema_request> output_schema;  // structured outputs: the requested schema

@@ -143,8 +143,9 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
     if (passback(f.name_string())) res.set(f.name_string(), f.value());
   for (const auto& [k, v] : output_check.headers) res.set(k, v);
   if (status / 100 != 2) {
-    res.body() = upstream_error_body(status, body);
-    cfg_.svc.secrets.scrub(res.body());  // an upstream may quote (pieces of) the key it was sent
+    // An upstream may quote (pieces of) the key it was sent: redacted, with a mask that does not
+    // show the key's length.
+    res.body() = cfg_.svc.secrets.redact(upstream_error_body(status, body));
     res.set(bhttp::field::content_type, "application/json");
     // The upstream's own verdict on a retry stands; else one by its status.
     const auto theirs = x.response->head()[should_retry_header];

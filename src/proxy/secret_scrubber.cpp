@@ -53,6 +53,25 @@ std::size_t secret_scrubber::scrub(char* data, std::size_t n) const noexcept {
   return masked;
 }
 
+std::string secret_scrubber::redact(std::string_view text, std::size_t* masked) const {
+  // The in-place pass marks each masked byte '*'; a '*' that was there before is told apart by
+  // comparing with the original.
+  std::string marked(text);
+  const std::size_t n = scrub(marked);
+  if (masked) *masked = n;
+  if (n == 0) return marked;
+  std::string out;
+  out.reserve(text.size());
+  bool in_run = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const bool hit = marked[i] == '*' && text[i] != '*';
+    if (hit && !in_run) out.append(mask);
+    if (!hit) out.push_back(text[i]);
+    in_run = hit;
+  }
+  return out;
+}
+
 std::string key_of_authorization(std::string_view header) {
   constexpr std::string_view bearer = "Bearer ";
   if (header.substr(0, bearer.size()) == bearer) header.remove_prefix(bearer.size());

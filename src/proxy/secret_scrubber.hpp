@@ -28,10 +28,18 @@ class secret_scrubber {
   // matched whole.
   explicit secret_scrubber(const std::vector<std::string>& keys);
 
-  // Masks in place; returns the number of bytes masked. Quotes and backslashes are never touched,
-  // so JSON stays JSON.
+  // What every masked run becomes in redact(): one fixed text, whatever the run's length, so the
+  // answer does not tell how long the key is. No quote or backslash: JSON stays JSON.
+  static constexpr std::string_view mask = "[redacted]";
+
+  // Masks in place, byte for byte; returns the number of bytes masked. Quotes and backslashes are
+  // never touched, so JSON stays JSON. Keeps lengths (the relay's buffer offsets), and so shows a
+  // key's length: for what must keep its framing only, where redact() cannot go.
   std::size_t scrub(char* data, std::size_t n) const noexcept;
   std::size_t scrub(std::string& s) const noexcept { return scrub(s.data(), s.size()); }
+  // `text` with each run of masked bytes replaced by `mask`; `masked` (optional) learns how many
+  // bytes were. What the gateway relays whole (an upstream's error body) goes through this.
+  std::string redact(std::string_view text, std::size_t* masked = nullptr) const;
   bool empty() const noexcept { return pieces_.empty() && short_keys_.empty(); }
 
  private:

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "schema/compile_support.hpp"
+
 namespace sluice::schema {
 
 namespace {
@@ -68,6 +70,12 @@ std::chrono::steady_clock::time_point schema_cache::now() const {
 
 result<std::shared_ptr<const compiled_schema>> schema_cache::get_or_compile(const boost::json::value& schema,
                                                                             compile_purpose purpose) {
+  // The limits that need no compile are checked before the key is built: a refused schema costs a
+  // walk of what the request already holds, not a canonical copy of it.
+  if (auto shape = detail::check_shape(schema, opts_.limits); !shape) {
+    compile_errors_.fetch_add(1, std::memory_order_relaxed);
+    return std::move(shape).err();
+  }
   std::string text = canonical_json(schema);
   // JSON text never starts with a letter other than t/f/n, so the prefix cannot collide with a key.
   if (purpose == compile_purpose::check_only) text.insert(0, "check:");

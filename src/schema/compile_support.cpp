@@ -69,8 +69,17 @@ namespace {
 struct shape_walker {
   const compile_limits& lim;
   std::size_t values = 0;
-  std::vector<std::string> path;  // tokens down to the failure, left in place when walk() fails
+  // Tokens down to the failure, left in place when walk() fails: a member's name (a view into the
+  // document) or an element's index, so the walk allocates nothing on the way (every request
+  // with a schema takes it).
+  struct token {
+    std::string_view name;
+    std::size_t index = 0;
+    bool element = false;
+  };
+  std::vector<token> path;
   std::string why;
+  std::size_t enum_values = 0;  // under `enum` members, in total (the compiler's count, or fewer)
 
   bool walk(const json::value& v, std::size_t depth) {
     if (++values > lim.max_json_values) {
@@ -83,29 +92,40 @@ struct shape_walker {
     }
     if (v.is_object()) {
       for (const auto& kv : v.get_object()) {
-        path.emplace_back(kv.key());
+        path.push_back({std::string_view(kv.key().data(), kv.key().size()), 0, false});
+        if (kv.key() == "enum" && kv.value().is_array() && !count_enum(kv.value().get_array().size())) return false;
         if (!walk(kv.value(), depth + 1)) return false;
         path.pop_back();
       }
     } else if (v.is_array()) {
       std::size_t i = 0;
       for (const auto& e : v.get_array()) {
-        path.push_back(std::to_string(i++));
+        path.push_back({{}, i++, true});
         if (!walk(e, depth + 1)) return false;
         path.pop_back();
       }
     }
     return true;
   }
+  // An `enum` member's values. The compiler counts only those at a keyword's place; this counts
+  // every `enum` array, so it can refuse only a schema the compiler refuses too (or one with more
+  // than max_enum_values values under members named "enum" that are not the keyword, which no
+  // real schema has), and does so before anything is copied or compiled.
+  bool count_enum(std::size_t n) {
+    enum_values += n;
+    if (enum_values <= lim.max_enum_values) return true;
+    why = "schema has more than " + std::to_string(lim.max_enum_values) + " enum values";
+    return false;
+  }
 };
 
 }  // namespace
 
 result<void> check_shape(const json::value& schema, const compile_limits& lim) {
-  shape_walker w{lim, 0, {}, {}};
+  shape_walker w{lim, 0, {}, {}, 0};
   if (w.walk(schema, 0)) return ok;
   std::string pointer;
-  for (const auto& t : w.path) pointer += "/" + escape_token(t);
+  for (const auto& t : w.path) pointer += "/" + (t.element ? std::to_string(t.index) : escape_token(t.name));
   return refuse(w.why, pointer);
 }
 

@@ -25,7 +25,8 @@ error refuse(std::string message, const std::string& pointer);
 std::optional<std::vector<std::string>> parse_fragment_pointer(std::string_view fragment);
 
 // Walks the document once (depth-bounded recursion) so no later pass can be driven past
-// max_json_depth or max_json_values.
+// max_json_depth or max_json_values; also refuses more than max_enum_values values under `enum`
+// members in total (before a large enum is copied, hashed or compiled).
 result<void> check_shape(const boost::json::value& schema, const compile_limits& lim);
 
 // Structural hash of a JSON value already bounded by check_shape.

@@ -320,6 +320,49 @@ std::string_view error_type_for_status(int status) {
   }
 }
 
+namespace {
+
+// Appends `json` with a space after each structural ':' and ','.
+void append_spaced(std::string& out, std::string_view json) {
+  bool in_string = false, escaped = false;
+  for (char ch : json) {
+    out.push_back(ch);
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == ':' || ch == ',') {
+      out.push_back(' ');
+    }
+  }
+}
+
+}  // namespace
+
+std::string spaced_json(std::string_view text, bool sse) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 4);
+  if (!sse) {
+    append_spaced(out, text);
+    return out;
+  }
+  constexpr std::string_view data = "data: ";
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl == std::string_view::npos ? text.size() : nl + 1);
+    text.remove_prefix(line.size());
+    if (line.starts_with(data)) {
+      out.append(data);
+      append_spaced(out, line.substr(data.size()));
+    } else {
+      out.append(line);
+    }
+  }
+  return out;
+}
+
 std::string models_body(const std::vector<std::string>& models) {
   json::array data;
   for (const auto& m : models)

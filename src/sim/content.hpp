@@ -137,4 +137,9 @@ std::string_view error_type_for_status(int status);
 // GET /v1/models
 std::string models_body(const std::vector<std::string>& models);
 
+// --spaced-json: the same JSON written the way Python's json.dumps writes it, a space after every
+// ':' and ',' outside strings, so that the gateway is tested against both forms. `sse`: the text is
+// SSE events, and only their `data: ` payloads are respaced.
+std::string spaced_json(std::string_view text, bool sse);
+
 }  // namespace sluice::sim

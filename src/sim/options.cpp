@@ -46,7 +46,9 @@ void options::register_options(config::option_table& t) {
       .add("limit-rpm", "upstream rate limit: requests per minute over all threads (0 = off)", limit_rpm)
       .add("limit-tpm", "upstream rate limit: tokens per minute, prompt plus max tokens (0 = off)", limit_tpm)
       .add_size("max-body", "largest accepted request body", max_body_bytes)
-      .add_size("max-header", "largest accepted request head", max_header_bytes);
+      .add_size("max-header", "largest accepted request head", max_header_bytes)
+      .add("spaced-json", "write JSON with a space after every ':' and ',' (as Python's json.dumps does)",
+           spaced_json);
 }
 
 result<void> options::validate() const {

@@ -34,6 +34,7 @@ struct options {
   std::uint64_t limit_tpm = 0;            // tokens per minute (prompt + max tokens); 0 = off
   std::uint64_t max_body_bytes = 8ull * 1024 * 1024;
   std::uint64_t max_header_bytes = 16 * 1024;
+  bool spaced_json = false;               // JSON with a space after ':' and ',' (as Python writes it)
 
   // Registers every field by name. The table keeps references: `*this` must outlive it.
   void register_options(config::option_table& table);

@@ -117,6 +117,7 @@ void reset_connection(exchange& x) {
 }
 
 void frame_event(exchange& x) {
+  if (x.c.owner.opts.spaced_json) x.event = spaced_json(x.event, true);
   char head[24];
   int n = std::snprintf(head, sizeof head, "%zx\r\n", x.event.size());
   x.pending.append(head, static_cast<std::size_t>(n));
@@ -196,6 +197,7 @@ task<void> respond_whole(exchange& x) {
   res.set("x-request-id", "req_" + id.substr(id.find('-') + 1));
   res.keep_alive(x.keep_alive);
   res.body() = choices.body();
+  if (x.c.owner.opts.spaced_json) res.body() = spaced_json(res.body(), false);
   if (fires(x.s.malformed_after)) res.body().resize(res.body().size() / 2);  // cut JSON
   set_ratelimit_headers(res, x.limits);
   counters::inc(w.count.completions_succeeded);  // before the write, like every counter a client may check

@@ -3,8 +3,10 @@
 // in-band error) replayed through the gateway cut at byte offsets, as HTTP chunks (one piece per
 // chunk) and on the wire (the response's bytes, head and chunk-size lines included, cut
 // anywhere), at one offset and at random multi-cuts, with a pause between pieces so that each
-// lands in its own read. Every client body must be byte-identical to the recording, and the
-// tokens accounted must be those of the unsplit replay, for every cut.
+// lands in its own read. Every client body must be byte-identical to the recording (a Responses
+// stream's, which the gateway records, but for the response id the gateway gives it: 128 random
+// bits in place of the upstream's), and the tokens accounted must be those of the unsplit replay,
+// for every cut.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -15,6 +17,7 @@
 #include <sstream>
 
 #include "boxes.hpp"
+#include "responses_events.hpp"
 #include "test_client.hpp"
 
 using namespace sluice;
@@ -239,9 +242,13 @@ TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
       (std::string(r.path) == "/v1/responses" ? R"("input":"hi"})"
                                               : R"("stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]})");
 
+  // A recorded Responses stream carries the gateway's id for it: put back, the rest is compared.
+  const bool recorded = std::string(r.path) == "/v1/responses";
+  const std::string upstream_id =
+      recorded ? std::string(test::parse_events(body).front().data.at("response").at("id").as_string()) : std::string();
   auto replay = [&](std::size_t i) {
     auto res = test::call(gw.port, verb::post, r.path, request, {{"x-split-case", std::to_string(i)}});
-    return std::make_pair(res.result_int(), res.body());
+    return std::make_pair(res.result_int(), recorded ? test::with_upstream_id(res.body(), upstream_id) : res.body());
   };
   auto settle = [&](double ended) {
     test::wait_until([&] { return requests_ended(gw.port) >= ended; }, 10s);

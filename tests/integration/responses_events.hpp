@@ -67,6 +67,23 @@ struct open_stream {
   }
 };
 
+// A recorded Responses stream as the client got it, with the response id the gateway gave it
+// (read from its first event's `response.id`, which must be one of the gateway's: resp_ and 32 hex
+// digits) put back to `upstream_id` wherever it stands as a JSON string: what the upstream sent,
+// byte for byte, when the gateway changed nothing else. "" when the first event has no such id.
+inline std::string with_upstream_id(const std::string& body, const std::string& upstream_id) {
+  const auto events = parse_events(body);
+  if (events.empty() || !events.front().data.contains("response")) return {};
+  const std::string gateway_id(events.front().data.at("response").at("id").as_string());
+  if (gateway_id.size() != 37 || gateway_id.rfind("resp_", 0) != 0 ||
+      gateway_id.find_first_not_of("0123456789abcdef", 5) != std::string::npos)
+    return {};
+  std::string out = body;
+  const std::string from = "\"" + gateway_id + "\"", to = "\"" + upstream_id + "\"";
+  for (auto at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) out.replace(at, from.size(), to);
+  return out;
+}
+
 inline std::string output_text(const boost::json::object& response) {
   std::string out;
   for (const auto& item : response.at("output").as_array())

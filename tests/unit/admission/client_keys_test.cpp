@@ -325,3 +325,48 @@ TEST(ClientKeys, IdentityIsTheKeysOwnForItsHandlesAndPermits) {
   p.reset();
   EXPECT_EQ(p.identity(), nullptr);
 }
+
+TEST(ClientKeys, TwoKeysMayNotShareAName) {
+  auto r = client_keys::parse("sk-one 1 1 team\nsk-two 1 1 team\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("line 2"), std::string::npos) << r.err().message;
+  EXPECT_NE(r.err().message.find("line 1"), std::string::npos) << r.err().message;
+  EXPECT_EQ(r.err().message.find("sk-"), std::string::npos) << "never the key";
+  // An explicit name equal to another line's default name.
+  r = client_keys::parse("sk-one 1 1 key-2\nsk-two 1 1\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("'key-2'"), std::string::npos) << r.err().message;
+}
+
+TEST(ClientKeys, ATenantIsTheKeysNotItsNameOrLine) {
+  auto before = client_keys::parse("sk-alice-000000 1 1\nsk-bob-0000000 1 1\n");
+  auto after = client_keys::parse("sk-carol-00000 1 1\nsk-alice-000000 1 1 renamed\nsk-bob-0000000 1 1\n");
+  ASSERT_TRUE(before.has_value());
+  ASSERT_TRUE(after.has_value());
+  const auto alice = before->authenticate("sk-alice-000000")->tenant();
+  EXPECT_EQ(alice.size(), 32u);
+  EXPECT_EQ(alice.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(after->authenticate("sk-alice-000000")->tenant(), alice) << "renamed and moved down a line: the same tenant";
+  EXPECT_EQ(after->authenticate("sk-carol-00000")->name(), "key-1") << "carol now has alice's old default name";
+  EXPECT_NE(after->authenticate("sk-carol-00000")->tenant(), alice) << "but not her tenant";
+  EXPECT_NE(before->authenticate("sk-bob-0000000")->tenant(), alice);
+  // A credential's tenant is the same with a keys file or without one.
+  EXPECT_EQ(tenant_of_credential("sk-alice-000000"), alice);
+  EXPECT_EQ(alice.find("sk-"), std::string::npos);
+  // A divided copy (a replica's share) keeps the tenants.
+  EXPECT_EQ(before->divided(3).authenticate("sk-alice-000000")->tenant(), alice);
+}
+
+TEST(ClientKeys, AByteOrderMarkAtTheTopIsNotPartOfTheFirstKey) {
+  auto r = client_keys::parse("\xEF\xBB\xBFsk-first 1 1 first\nsk-second 1 1\n");
+  ASSERT_TRUE(r.has_value()) << r.err().message;
+  ASSERT_TRUE(r->authenticate("sk-first").has_value()) << "the first key works";
+  EXPECT_EQ(r->authenticate("sk-first")->name(), "first");
+}
+
+TEST(ClientKeys, BearerCredential) {
+  EXPECT_EQ(bearer_credential("Bearer sk-x"), "sk-x");
+  EXPECT_EQ(bearer_credential("  bearer\tsk-x  "), "sk-x");
+  EXPECT_EQ(bearer_credential("Basic sk-x"), "");
+  EXPECT_EQ(bearer_credential("Bearer"), "");
+}

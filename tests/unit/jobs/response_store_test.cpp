@@ -23,7 +23,7 @@ options small() {
 }
 
 new_response req(std::string id, std::string body = "{}") {
-  return new_response{std::move(id), true, R"({"status":"queued"})", {{"x-a", "b"}}, std::move(body), "alice", {}};
+  return new_response{std::move(id), true, R"({"status":"queued"})", {{"x-a", "b"}}, std::move(body), "alice", {}, {}};
 }
 
 std::shared_ptr<response_record> made(std::variant<std::shared_ptr<response_record>, store_refusal> v) {

@@ -41,6 +41,7 @@ inline bool event_scan_oracle(std::string_view text, event_facts& f) {
     f.input_tokens = int_of(u.if_contains("input_tokens"));
   }
   f.sequence_number = int_of(o.if_contains("sequence_number"));
+  if (const auto* r = o.if_contains("response"); r && r->is_object()) f.response_object = true;
   f.has_error = o.contains("error");
   if (const auto* t = o.if_contains("type"); t && t->is_string()) {
     using k = event_facts::type_kind;
@@ -61,7 +62,8 @@ inline bool same_facts(const event_facts& a, const event_facts& b) {
   return a.choices_array == b.choices_array && a.choices == b.choices && a.usage_object == b.usage_object &&
          a.has_error == b.has_error && a.completion_tokens == b.completion_tokens &&
          a.prompt_tokens == b.prompt_tokens && a.output_tokens == b.output_tokens &&
-         a.input_tokens == b.input_tokens && a.sequence_number == b.sequence_number && a.type == b.type;
+         a.input_tokens == b.input_tokens && a.sequence_number == b.sequence_number && a.type == b.type &&
+         a.response_object == b.response_object;
 }
 
 }  // namespace sluice::proxy

@@ -141,5 +141,20 @@ TEST(EventScan, ReadsTheResponsesUsageAndSequenceNumber) {
   EXPECT_FALSE(f.usage_object);
 }
 
+TEST(EventScan, FindsTheResponseObjectWhateverTheWhitespace) {
+  event_facts f;
+  for (const char* lifecycle : {R"({"type":"response.created","response":{"id":"r"}})",
+                                R"({"type": "response.created", "response": {"id": "r"}})",
+                                "{\"type\":\"response.created\",\n  \"response\" :\t{ \"id\" : \"r\" } }"}) {
+    ASSERT_TRUE(scan_event(lifecycle, f)) << lifecycle;
+    EXPECT_TRUE(f.response_object) << lifecycle;
+  }
+  for (const char* other : {R"({"type":"x","item":{"response":{}}})", R"({"response":"text"})",
+                            R"({"delta":"\"response\":{"})"}) {
+    ASSERT_TRUE(scan_event(other, f)) << other;
+    EXPECT_FALSE(f.response_object) << other;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::proxy

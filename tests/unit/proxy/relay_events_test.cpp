@@ -37,11 +37,13 @@ std::string show(const write_plan& p) {
   for (std::size_t i = 0; i < p.count; ++i) {
     const auto& x = p.pieces[i];
     if (!out.empty()) out += " ";
-    out += x.verdict ? "V" : "[" + std::to_string(x.from) + "," + std::to_string(x.to) + ")";
+    out += x.verdict ? "V" : x.redacted ? "R" : "[" + std::to_string(x.from) + "," + std::to_string(x.to) + ")";
   }
   return out;
 }
-relay_events::cut cut_of(std::size_t df, std::size_t dt, std::size_t v) { return {df, dt, v}; }
+relay_events::cut cut_of(std::size_t df, std::size_t dt, std::size_t v, std::size_t rf = 0, std::size_t rt = 0) {
+  return {df, dt, v, rf, rt};
+}
 
 }  // namespace
 
@@ -179,4 +181,27 @@ TEST(plan_write, verdict_and_drop_together) {
   EXPECT_EQ(show(plan_write(100, cut_of(10, 30, 5))), "[0,5) V [5,10) [30,100)");
   // The drop runs to the write's end.
   EXPECT_EQ(show(plan_write(100, cut_of(60, 100, 80))), "[0,60) V");
+}
+
+TEST(plan_write, a_redacted_event_replaces_its_bytes) {
+  EXPECT_EQ(show(plan_write(100, cut_of(0, 0, no_offset, 40, 70))), "[0,40) R [70,100)");
+  EXPECT_EQ(show(plan_write(100, cut_of(0, 0, no_offset, 0, 100))), "R");
+  EXPECT_EQ(show(plan_write(100, cut_of(0, 0, no_offset, 60, 100))), "[0,60) R");
+  // With the usage chunk dropped before it and the verdict after it ([DONE] follows the error).
+  EXPECT_EQ(show(plan_write(100, cut_of(10, 30, 70, 40, 70))), "[0,10) [30,40) R V [70,100)");
+  // The usage chunk after it.
+  EXPECT_EQ(show(plan_write(100, cut_of(50, 60, no_offset, 20, 40))), "[0,20) R [40,50) [60,100)");
+}
+
+TEST(relay_events, one_redaction_per_write) {
+  relay_events e;
+  EXPECT_TRUE(e.plain_write());
+  EXPECT_TRUE(e.redact(10, 20));
+  EXPECT_FALSE(e.plain_write());
+  EXPECT_FALSE(e.redact(30, 40)) << "a second one in the same write is masked in place instead";
+  auto c = e.take_cut();
+  EXPECT_EQ(c.redact_from, 10u);
+  EXPECT_EQ(c.redact_to, 20u);
+  EXPECT_TRUE(e.plain_write());
+  EXPECT_TRUE(e.redact(5, 9));
 }

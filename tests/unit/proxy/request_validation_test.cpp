@@ -105,3 +105,20 @@ TEST(RequestValidation, MalformedToolsNameTheField) {
   expect_refused(api::responses, R"({"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":[1]}]})",
                  "tools[0].parameters");
 }
+
+TEST(RequestValidation, AMemberGivenTwiceIsRefusedByItsPath) {
+  // A parse keeps one copy; an upstream may act on the other: never forwarded.
+  expect_refused(api::chat_completions, R"({"model":"m","model":"n","messages":[{"role":"user","content":"x"}]})", "model");
+  expect_refused(api::chat_completions, chat(R"(,"stream":false,"stream":true)"), "stream");
+  expect_refused(api::responses, R"({"model":"m","input":"x","text":{"format":{"type":"text"},"format":{"type":"json_schema"}}})",
+                 "text.format");
+  expect_refused(api::chat_completions, chat(R"(,"tools":[{"type":"function","function":{"name":"a","name":"b"}}])"),
+                 "tools[0].function.name");
+  expect_refused(api::chat_completions,
+                 R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"user","content":"y","content":"z"}]})",
+                 "messages[1].content");
+  // The same name in different objects, and names inside strings, are no repeats.
+  EXPECT_TRUE(validate_request(api::chat_completions,
+                               R"({"model":"m","messages":[{"role":"user","content":"a:b,\"model\":1"},{"role":"user","content":"y"}],"metadata":{"model":"x"}})")
+                  .has_value());
+}

@@ -1,7 +1,9 @@
 // response_recorder: a relayed Responses stream cut into stored events. A client's stream is stored
-// byte for byte under the upstream's id from its first lifecycle event; a background job's has the
-// gateway's id, creation time and background flag written into its lifecycle events; the end of the
-// stream decides the record's final status; a stream past response-max-bytes stops.
+// from its first lifecycle event under an id of the gateway's (128 random bits), which its lifecycle
+// events then carry for the client as for the record, every other event byte for byte; a
+// background job's has the gateway's id, creation time and background flag written into its
+// lifecycle events; lifecycle events are found by parsing, whatever the JSON's whitespace; the end
+// of the stream decides the record's final status; a stream past response-max-bytes stops.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -44,33 +46,158 @@ jobs::options opts() {
   return o;
 }
 
+// JSON as Python's json.dumps writes it: a space after every ':' and ',' outside strings.
+std::string spaced(const std::string& sse) {
+  std::string out;
+  bool in_string = false, escaped = false, data = false;
+  for (std::size_t i = 0; i < sse.size(); ++i) {
+    const char c = sse[i];
+    out.push_back(c);
+    if (c == '\n') {
+      data = sse.compare(i + 1, 6, "data: ") == 0;
+      if (data) {
+        out.append("data: ");
+        i += 6;
+      }
+      continue;
+    }
+    if (!data) continue;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == ':' || c == ',') {
+      out.push_back(' ');
+    }
+  }
+  return out;
+}
+
+bool is_gateway_id(std::string_view id) {
+  if (id.size() != 37 || id.substr(0, 5) != "resp_") return false;
+  for (char c : id.substr(5))
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+struct parsed_event {
+  std::string type;
+  boost::json::object data;
+};
+
+// The `data:` payloads of an SSE text, parsed.
+std::vector<parsed_event> parse_events(const std::string& sse) {
+  std::vector<parsed_event> out;
+  std::size_t pos = 0;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    const auto end = sse.find('\n', pos);
+    auto data = boost::json::parse(sse.substr(pos + 6, end - pos - 6)).as_object();
+    out.push_back({std::string(data.at("type").as_string()), std::move(data)});
+    pos = end;
+  }
+  return out;
+}
+
+// Feeds the writes of `stream` and returns what the client was sent.
+std::string feed_all(response_recorder& rec, const std::string& stream, std::size_t events_per_write) {
+  std::string sent;
+  for (const auto& w : writes_of(stream, events_per_write)) sent += rec.feed(w);
+  return sent;
+}
+
 }  // namespace
 
-TEST(response_recorder, AClientsStreamIsStoredByteForByteUnderTheUpstreamsId) {
+TEST(response_recorder, AClientsStreamIsStoredUnderAnIdOfTheGatewaysThatTheClientSees) {
   const std::string stream = recording("responses_text.sse");
   jobs::memory_store store(opts());
   response_recorder rec(store);
-  rec.set_owner("alice");
-  for (const auto& w : writes_of(stream, 3)) rec.feed(w);
+  rec.set_owner("tenant-a");
+  const std::string sent = feed_all(rec, stream, 3);
   ASSERT_TRUE(rec.recording());
   rec.conclude("");
-  auto stored = store.find("resp_68c1");
+  ASSERT_NE(rec.record(), nullptr);
+  const std::string id = rec.record()->id();
+  EXPECT_TRUE(is_gateway_id(id)) << id;
+  EXPECT_EQ(store.find("resp_68c1"), nullptr) << "never under the upstream's id";
+  auto stored = store.find(id);
   ASSERT_NE(stored, nullptr);
-  EXPECT_EQ(stored->owner(), "alice");
+  EXPECT_EQ(stored->owner(), "tenant-a");
   EXPECT_FALSE(stored->background());
   EXPECT_EQ(stored->state(), jobs::status::completed);
   auto all = stored->read_after(-1, 1 << 20);
   std::string joined;
   for (const auto& e : all.events) joined += e;
-  EXPECT_EQ(joined, stream) << "every event kept as the upstream sent it";
+  EXPECT_EQ(joined, sent) << "the client and a follower see the same events";
+  EXPECT_EQ(sent.find("\"resp_68c1\""), std::string::npos) << "the client sees the gateway's id only";
+  auto events = parse_events(sent);
+  ASSERT_EQ(events.size(), all.events.size());
+  for (const auto& e : events)
+    if (const auto* r = e.data.if_contains("response")) {
+      EXPECT_EQ(r->at("id").as_string(), id) << e.type;
+    }
+  // Every event without a response object is the upstream's, byte for byte.
+  std::size_t upstream_pos = 0;
+  for (std::size_t i = 0; i < all.events.size(); ++i) {
+    const auto next = stream.find("\n\n", upstream_pos) + 2;
+    if (!events[i].data.contains("response")) {
+      EXPECT_EQ(all.events[i], stream.substr(upstream_pos, next - upstream_pos));
+    }
+    upstream_pos = next;
+  }
   EXPECT_TRUE(all.finished);
+  EXPECT_EQ(boost::json::parse(stored->object()).at("id").as_string(), id);
+}
+
+TEST(response_recorder, EachClientsStreamGetsItsOwnId) {
+  const std::string stream = recording("responses_text.sse");
+  jobs::memory_store store(opts());
+  response_recorder a(store), b(store);
+  feed_all(a, stream, 2);
+  feed_all(b, stream, 2);
+  ASSERT_NE(a.record(), nullptr);
+  ASSERT_NE(b.record(), nullptr);
+  EXPECT_NE(a.record()->id(), b.record()->id()) << "the same upstream id twice is two responses";
+}
+
+TEST(response_recorder, SpacedJsonIsRecordedAsCompactJsonIs) {
+  const std::string stream = spaced(recording("responses_text.sse"));
+  ASSERT_NE(stream.find("\"response\": {"), std::string::npos) << "the test's input is spaced";
+  jobs::memory_store store(opts());
+  response_recorder rec(store);
+  const std::string sent = feed_all(rec, stream, 1);
+  ASSERT_TRUE(rec.recording()) << "the lifecycle events are found whatever the whitespace";
+  rec.conclude("");
+  auto stored = rec.record();
+  EXPECT_EQ(stored->state(), jobs::status::completed);
+  const auto o = boost::json::parse(stored->object()).as_object();
+  EXPECT_FALSE(o.at("output").as_array().empty());
+  EXPECT_TRUE(o.at("usage").is_object());
+  EXPECT_EQ(sent.find("resp_68c1"), std::string::npos);
+}
+
+TEST(response_recorder, ABackgroundJobOverSpacedJsonKeepsItsOutputAndUsage) {
+  const std::string stream = spaced(recording("responses_text.sse"));
+  jobs::memory_store store(opts());
+  const std::string object = queued_response_object("resp_gateway", "m", true, "{}");
+  auto rec = std::get<std::shared_ptr<jobs::response_record>>(store.create({"resp_gateway", true, object, {}, "{}", "", {}, {}}, true));
+  ASSERT_TRUE(rec->start(object));
+  response_recorder r(rec);
+  feed_all(r, stream, 2);
+  r.conclude("");
+  EXPECT_EQ(rec->state(), jobs::status::completed);
+  const auto o = boost::json::parse(rec->object()).as_object();
+  EXPECT_EQ(o.at("id").as_string(), "resp_gateway");
+  EXPECT_FALSE(o.at("output").as_array().empty()) << rec->object();
+  EXPECT_TRUE(o.at("usage").is_object()) << rec->object();
 }
 
 TEST(response_recorder, AJobsLifecycleEventsCarryTheGatewaysResponse) {
   const std::string stream = recording("responses_text.sse");
   jobs::memory_store store(opts());
   const std::string object = queued_response_object("resp_gateway", "m", true, R"({"metadata":{"k":"v"}})");
-  auto made = store.create({"resp_gateway", true, object, {}, "{}", "", {}}, true);
+  auto made = store.create({"resp_gateway", true, object, {}, "{}", "", {}, {}}, true);
   auto rec = std::get<std::shared_ptr<jobs::response_record>>(made);
   ASSERT_TRUE(rec->start(object));
   response_recorder r(rec);
@@ -94,7 +221,7 @@ TEST(response_recorder, AStreamThatEndsWithoutItsFinalEventFails) {
   response_recorder rec(store);
   rec.feed(stream);
   rec.conclude("upstream_reset");
-  auto stored = store.find("resp_68c1");
+  auto stored = rec.record();
   ASSERT_NE(stored, nullptr);
   EXPECT_EQ(stored->state(), jobs::status::failed);
   const auto o = boost::json::parse(stored->object()).as_object();
@@ -109,10 +236,11 @@ TEST(response_recorder, AStreamPastItsMaxBytesStopsAndFails) {
   o.response_max_bytes = 1024;
   jobs::memory_store store(o);
   response_recorder rec(store);
-  for (const auto& w : writes_of(stream, 1)) rec.feed(w);
+  const std::string sent = feed_all(rec, stream, 1);
   EXPECT_TRUE(rec.stopped());
   rec.conclude("");
-  auto stored = store.find("resp_68c1");
+  auto stored = rec.record();
+  EXPECT_EQ(sent.find("resp_68c1"), std::string::npos) << "the client's ids stay the gateway's after the recording stopped";
   ASSERT_NE(stored, nullptr);
   EXPECT_EQ(stored->state(), jobs::status::failed);
   EXPECT_EQ(boost::json::parse(stored->object()).at("error").at("code").as_string(), "response_too_large");
@@ -120,12 +248,15 @@ TEST(response_recorder, AStreamPastItsMaxBytesStopsAndFails) {
 
 TEST(response_recorder, AStreamTheStoreCannotTakeIsNotRecorded) {
   const std::string stream = recording("responses_text.sse");
-  jobs::memory_store store(opts());
+  jobs::options o = opts();
+  o.memory_responses = 1;
+  jobs::memory_store store(o);
   ASSERT_TRUE(std::holds_alternative<std::shared_ptr<jobs::response_record>>(
-      store.create({"resp_68c1", false, "{}", {}, "", "", {}}, false)));  // the id is taken
+      store.create({"resp_other", false, "{}", {}, "", "", {}, {}}, false)));  // the store is full (and it runs)
   response_recorder rec(store);
   rec.feed(stream);
   EXPECT_FALSE(rec.recording());
   rec.conclude("");
-  EXPECT_EQ(store.find("resp_68c1")->state(), jobs::status::queued) << "the other record is untouched";
+  EXPECT_EQ(store.stored(), 1u);
+  EXPECT_EQ(store.find("resp_other")->state(), jobs::status::queued) << "the other record is untouched";
 }

@@ -50,3 +50,18 @@ TEST(secret_scrubber, key_of_an_authorization_header) {
   EXPECT_EQ(key_of_authorization("Bearer sk-abc"), "sk-abc");
   EXPECT_EQ(key_of_authorization("sk-abc"), "sk-abc");
 }
+
+TEST(secret_scrubber, redact_hides_the_key_and_its_length) {
+  const std::string short_key = "sk-proj-abcdef0123", long_key = "sk-proj-abcdef0123456789abcdef0123456789";
+  for (const auto& key : {short_key, long_key}) {
+    secret_scrubber s({key});
+    std::size_t masked = 0;
+    const std::string out = s.redact(R"({"error":{"message":"Incorrect API key provided: )" + key + R"(. Ok."}})", &masked);
+    EXPECT_GT(masked, 0u);
+    EXPECT_EQ(out, R"({"error":{"message":"Incorrect API key provided: [redacted]. Ok."}})") << "the same for every key length";
+  }
+  secret_scrubber s({long_key});
+  // OpenAI's own mask of the key: its pieces go, its stars and short tail stay.
+  EXPECT_EQ(s.redact("key sk-proj-****6789 end"), "key [redacted]****6789 end");
+  EXPECT_EQ(s.redact("nothing here"), "nothing here");
+}
