@@ -2,11 +2,14 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <thread>
 
 #include "config/option_table.hpp"
+#include "jobs/redis_eviction.hpp"
 #include "observability/log.hpp"
 #include "runtime/worker_pool.hpp"
 
@@ -190,6 +193,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   services_->queue = queue_.get();
   services_->notifier = notifier_.get();
   services_->redis = queue_ ? redis_.get() : nullptr;
+  services_->seal = seal_ ? &*seal_ : nullptr;
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
   // Structured outputs: one compiled-schema cache for every thread, visible on /metrics.
@@ -240,6 +244,7 @@ void gateway::build_shared_limits() {
                                                  std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease),
                                                  opts_.admission.queue_depth);
     queue_->attach(queue_scripts);
+    load_queue_secret();
     std::vector<std::string> channels{queue_->notify_channel(queue_->worker())};
     if (opts_.jobs.runs_jobs()) channels.push_back(queue_->jobs_channel());
     notifier_ = std::make_unique<jobs::redis_notifier>(redis_->add_subscriber(0), std::move(channels));
@@ -255,6 +260,43 @@ void gateway::build_shared_limits() {
                  {"replica", leases_->replica()},
                  {"failure_mode", redis::to_string(opts_.redis.on_failure)},
                  {"client_keys", shared_keys_ ? shared_keys_->keys().size() : std::size_t{0}}});
+}
+
+void gateway::load_queue_secret() {
+  const char* secret = std::getenv(opts_.jobs.queue_secret_env.c_str());
+  if (!secret || !*secret) {
+    obs::log_info("no queue secret: background jobs that would carry a client's own upstream key are refused",
+                  {{"queue_secret_env", std::string_view(opts_.jobs.queue_secret_env)}});
+    return;
+  }
+  auto made = jobs::credential_seal::from_secret(secret);
+  if (!made) throw std::invalid_argument(opts_.jobs.queue_secret_env + ": " + made.err().message);
+  seal_.emplace(std::move(*made));
+}
+
+result<void> gateway::check_eviction_policy() {
+  if (!queue_) return ok;
+  // One command on thread 0's connection, waited for here: nothing has been answered yet.
+  auto& c = redis_->on(0);
+  auto got = net::co_spawn(pool_.context(0), jobs::read_eviction_policy(c, opts_.jobs.command_timeout), net::use_future);
+  if (got.wait_for(opts_.jobs.command_timeout + std::chrono::seconds(1)) != std::future_status::ready) {
+    obs::log_warn("could not check redis's maxmemory-policy at start (no answer)", {});
+    return ok;
+  }
+  const auto policy = got.get();
+  if (!policy.known) {
+    obs::log_warn("could not check redis's maxmemory-policy at start (CONFIG GET refused): make sure it is noeviction",
+                  {{"reason", std::string_view(policy.policy)}});
+    return ok;
+  }
+  if (policy.safe()) return ok;
+  const std::string why = "redis maxmemory-policy is " + policy.policy +
+                          ": Redis may evict stored responses and queued jobs before their time; set it to noeviction";
+  if (opts_.jobs.redis_eviction_check == jobs::eviction_check::refuse)
+    return error::make(errc::bad_request, why + " (redis-eviction-check: refuse)");
+  obs::log_warn("redis may evict stored responses and queued jobs: set maxmemory-policy noeviction",
+                {{"maxmemory_policy", std::string_view(policy.policy)}});
+  return ok;
 }
 
 void gateway::register_metrics() {
@@ -345,8 +387,8 @@ result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin
   if (queue_) {
     redis_worker_ = std::make_unique<proxy::redis_worker>(
         *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *workers_[t].pipeline; }, *jobs_metrics_,
-        drain_, notifier_.get());
-    redis_worker_->start(job_slots_, opts_.jobs.runs_jobs());
+        drain_, notifier_.get(), seal_ ? &*seal_ : nullptr);
+    redis_worker_->start(job_slots_);
     services_->queue_worker = redis_worker_.get();
   } else {
     for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
@@ -373,6 +415,11 @@ result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin
                   {{"redis", redis_->on(0).config().server.to_string()},
                    {"failure_mode", redis::to_string(opts_.redis.on_failure)}});
   started_ = true;
+  if (auto checked = check_eviction_policy(); !checked) {
+    stop();
+    return std::move(checked).err();
+  }
+  if (redis_worker_ && opts_.jobs.runs_jobs()) redis_worker_->start_pulling(job_slots_);
   return bound;
 }
 

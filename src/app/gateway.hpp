@@ -110,6 +110,10 @@ class gateway {
   void prepare_shared_limits();
   // --redis: the client, and the shared client-key limits.
   void build_shared_limits();
+  // --queue redis: the queue secret read from queue-secret-env (none: unset); throws when malformed.
+  void load_queue_secret();
+  // --queue redis: Redis's maxmemory-policy checked (redis-eviction-check); an error under refuse.
+  result<void> check_eviction_policy();
 
   serve_options opts_;  // routing finished: the upstream list is final
   pod_link pod_;        // a worker of --processes N: the pod's shared segment and its row
@@ -154,6 +158,7 @@ class gateway {
   std::unique_ptr<jobs::redis_queue> queue_;
   std::unique_ptr<jobs::redis_notifier> notifier_;  // its Pub/Sub wakeups (one subscriber connection)
   std::unique_ptr<proxy::redis_worker> redis_worker_;
+  std::optional<jobs::credential_seal> seal_;  // --queue redis: queue-secret-env's, when set
   std::shared_ptr<jobs::metrics> jobs_metrics_;
   runtime::task_group job_slots_;
   // The background loops on thread 0 (memory pressure, probes, engine scrapes, the responses'

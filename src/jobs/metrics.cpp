@@ -30,6 +30,16 @@ metrics::metrics(const memory_store& store) {
   auto& errors = counter_family("sluice_queue_redis_errors_total", "Queue operations Redis did not answer (--queue redis).");
   std::size_t i = 0;
   for (const char* op : {"create", "read", "cancel", "take", "append"}) redis_errors_[i++] = &errors.Add({{"op", op}});
+  auto& vanished = counter_family("sluice_jobs_vanished_total",
+                                  "Responses or queued jobs found missing from Redis before their retention ended (--queue redis).");
+  vanished_[0] = &vanished.Add({{"what", "response"}});
+  vanished_[1] = &vanished.Add({{"what", "job"}});
+  if (store.settings().queue == queue_backend::redis) {
+    gauge("sluice_queue_redis_bytes_limit", "Bytes the fleet may hold in Redis for jobs and responses (redis-response-bytes).")
+        .Set(static_cast<double>(store.settings().redis_response_bytes));
+    scraped("sluice_queue_redis_bytes", "Bytes the fleet holds in Redis for waiting jobs and responses, as its ledger counts them.",
+            {}, [this] { return static_cast<double>(redis_bytes_.load(std::memory_order_relaxed)); });
+  }
   const memory_store* s = &store;
   scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot (--queue redis: the fleet's queue).", {},
           [s, this] {

@@ -4,6 +4,7 @@
 //   sluice_jobs_worker_slots            worker-max-jobs
 //   sluice_jobs_total{state}            jobs ended: completed, failed, cancelled, incomplete
 //   sluice_jobs_refused_total{reason}   background requests refused: queue_full, store_full
+//                                        (memory-response-bytes, or --queue redis redis-response-bytes)
 //   sluice_responses_stored             responses held by the in-process store
 //   sluice_response_store_bytes         their bytes (requests, objects, events)
 //   sluice_responses_evicted_total      finished responses dropped early to make room
@@ -21,6 +22,13 @@
 //                                        Redis lost the job)
 //   sluice_queue_redis_errors_total{op} queue operations Redis did not answer: create, read, cancel,
 //                                        take, append
+//   sluice_queue_redis_bytes            bytes the fleet holds in Redis for waiting jobs and responses
+//                                        as its ledger counts them (read every second; bound:
+//                                        redis-response-bytes)
+//   sluice_queue_redis_bytes_limit      redis-response-bytes
+//   sluice_jobs_vanished_total{what}    a response (what=response) or a queued job (what=job) found
+//                                        missing from Redis before its retention ended (evicted,
+//                                        deleted, Redis restarted without its data)
 // Register with obs::metrics_registry::add_collectable; any thread.
 #pragma once
 
@@ -48,10 +56,10 @@ class metrics final : public obs::component_metrics {
   void claimed(std::size_t n) noexcept { claimed_->Increment(static_cast<double>(n)); }
   void lost(std::size_t n) noexcept { lost_->Increment(static_cast<double>(n)); }
   void orphaned() noexcept { orphaned_->Increment(); }
-  enum class foreground_outcome : std::uint8_t { completed, failed, cancelled, queue_full, queue_timeout, unavailable, lost };
-  static constexpr std::size_t foreground_outcome_count = 7;
+  enum class foreground_outcome : std::uint8_t { completed, failed, cancelled, queue_full, queue_timeout, unavailable, lost, store_full };
+  static constexpr std::size_t foreground_outcome_count = 8;
   static std::string_view name_of(foreground_outcome o) noexcept {
-    constexpr std::string_view names[] = {"completed", "failed", "cancelled", "queue_full", "queue_timeout", "unavailable", "lost"};
+    constexpr std::string_view names[] = {"completed", "failed", "cancelled", "queue_full", "queue_timeout", "unavailable", "lost", "store_full"};
     return names[static_cast<std::size_t>(o)];
   }
   void foreground(foreground_outcome o) noexcept { foreground_[static_cast<std::size_t>(o)]->Increment(); }
@@ -59,6 +67,10 @@ class metrics final : public obs::component_metrics {
   void queue_length(std::uint64_t n) noexcept {
     queue_length_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed);
   }
+  // The fleet's ledger of bytes held in Redis (sluice_queue_redis_bytes).
+  void redis_bytes(std::uint64_t n) noexcept { redis_bytes_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed); }
+  enum class vanished_kind : std::uint8_t { response, job };
+  void vanished(vanished_kind k) noexcept { vanished_[static_cast<std::size_t>(k)]->Increment(); }
   prometheus::Gauge& followers() noexcept { return *followers_; }
   double running() const { return running_->Value(); }
 
@@ -75,7 +87,9 @@ class metrics final : public obs::component_metrics {
   prometheus::Counter* orphaned_ = nullptr;
   std::array<prometheus::Counter*, foreground_outcome_count> foreground_{};
   std::array<prometheus::Counter*, 5> redis_errors_{};
+  std::array<prometheus::Counter*, 2> vanished_{};
   std::atomic<std::int64_t> queue_length_{-1};  // -1: not read (memory mode)
+  std::atomic<std::int64_t> redis_bytes_{0};
 };
 
 }  // namespace sluice::jobs

@@ -50,7 +50,22 @@ void options::register_options(config::option_table& table) {
       .add_duration("response-retention", "how long a finished response stays retrievable", response_retention)
       .add("memory-responses", "responses the in-process store keeps at once", memory_responses)
       .add_size("memory-response-bytes", "bytes the in-process store keeps at once (requests, objects, events)",
-                memory_response_bytes);
+                memory_response_bytes)
+      .add_size("redis-response-bytes",
+                "--queue redis: bytes the fleet keeps in Redis for waiting jobs and finished responses; past it new jobs are refused (503)",
+                redis_response_bytes)
+      .add("queue-secret-env",
+           "--queue redis: environment variable holding the fleet's secret that seals a client's own upstream key (pass-through) in Redis",
+           queue_secret_env)
+      .add_custom({"redis-eviction-check",
+                   "--queue redis: when Redis's maxmemory-policy is not noeviction at start: warn (log) or refuse (do not start)",
+                   "warn",
+                   [this](std::string_view v) -> result<void> {
+                     if (v == "warn") redis_eviction_check = eviction_check::warn;
+                     else if (v == "refuse") redis_eviction_check = eviction_check::refuse;
+                     else return error::make(errc::bad_request, "redis-eviction-check: expected warn or refuse");
+                     return ok;
+                   }});
 }
 
 result<void> options::validate() const {
@@ -67,6 +82,9 @@ result<void> options::validate() const {
   if (memory_responses == 0) return error::make(errc::bad_request, "memory-responses must be at least 1");
   if (memory_response_bytes < response_max_bytes)
     return error::make(errc::bad_request, "memory-response-bytes must be at least response-max-bytes");
+  if (redis_response_bytes < response_max_bytes)
+    return error::make(errc::bad_request, "redis-response-bytes must be at least response-max-bytes");
+  if (queue_secret_env.empty()) return error::make(errc::bad_request, "queue-secret-env must name a variable");
   return ok;
 }
 

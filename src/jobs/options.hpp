@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "config/option_table.hpp"
@@ -17,6 +18,8 @@ namespace sluice::jobs {
 enum class queue_backend : std::uint8_t { memory, redis };
 // What this process does: accept clients (front), run jobs (worker), or both (one process).
 enum class process_role : std::uint8_t { both, front, worker };
+// --queue redis: what a start does when Redis may evict keys (maxmemory-policy other than noeviction).
+enum class eviction_check : std::uint8_t { warn, refuse };
 std::string_view to_string(queue_backend q) noexcept;
 std::string_view to_string(process_role r) noexcept;
 
@@ -51,6 +54,17 @@ struct options {
   // are left a new background request is refused (503 response_store_full).
   std::uint64_t memory_responses = 10000;
   std::uint64_t memory_response_bytes = 256ull * 1024 * 1024;
+  // --queue redis: the bytes the fleet holds in Redis for waiting jobs (request, headers, object)
+  // and finished responses (object and events) until their retention ends, as the fleet's ledger
+  // counts them; past it a new job is refused (503 response_store_full). Running responses may hold
+  // up to response-max-bytes each beyond their charge (docs/queue.md: sizing).
+  std::uint64_t redis_response_bytes = 1024ull * 1024 * 1024;
+  // --queue redis, no client keys and an upstream without a key of its own: the client's own
+  // Authorization travels to the worker sealed (AES-256-GCM) under the secret in this variable;
+  // every front and worker of a fleet has the same one. Unset: such background jobs are refused.
+  std::string queue_secret_env = "SLUICE_QUEUE_SECRET";
+  // --queue redis: Redis must not evict (a stored response would vanish before its retention).
+  eviction_check redis_eviction_check = eviction_check::warn;
 
   bool runs_jobs() const noexcept { return role != process_role::front; }
   bool serves_clients() const noexcept { return role != process_role::worker; }

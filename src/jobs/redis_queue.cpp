@@ -56,6 +56,8 @@ std::optional<stored_response> from_hash(std::string_view id, const redis::reply
       out.last_seq = to_int(v, -1);
     } else if (k == "body") {
       out.body = std::move(v);
+    } else if (k == "sec") {
+      out.sealed_credential = std::move(v);
     } else if (k == "fg") {
       out.wire = std::move(v);
     } else if (k == "hdr") {
@@ -84,6 +86,11 @@ void jobs_from_entries(const redis::reply& entries, const std::string& stream, s
 }
 
 std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()); }
+
+std::chrono::milliseconds in_ms(duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); }
+
+// Expired ledger entries the metrics sampler drops per read (an enqueue drops up to 1000 itself).
+constexpr std::size_t held_prune_batch = 1000;
 
 }  // namespace
 
@@ -128,6 +135,9 @@ std::string redis_key_part(std::string_view s) {
 
 std::string redis_queue::response_key(std::string_view id) const { return prefix_ + "{resp:" + redis_key_part(id) + "}"; }
 std::string redis_queue::events_key(std::string_view id) const { return response_key(id) + ":ev"; }
+std::vector<std::string> redis_queue::ledger_keys() const {
+  return {prefix_ + "{jobs}:held", prefix_ + "{jobs}:held:bytes", prefix_ + "{jobs}:held:total"};
+}
 std::string redis_queue::cancels_key(std::string_view worker) const {
   return prefix_ + "{worker:" + redis_key_part(worker) + "}:cancels";
 }
@@ -138,13 +148,21 @@ task<redis::response> redis_queue::run(redis::connection& c, script_index s, std
   co_return co_await c.run_within(opts_.command_timeout, first_script_ + s, k, a);
 }
 
-task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, const new_response& r, redis_failure& failure) {
+task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, const new_response& r, redis_failure& failure,
+                                                      std::string_view sealed_credential) {
   json::array hdr;
   for (const auto& [k, v] : r.headers) hdr.push_back(json::array{json::string(k), json::string(v)});
   // (Named vectors: GCC 12 cannot hold a braced list across a co_await.)
   std::vector<std::string> keys{response_key(r.id)};
   std::vector<std::string> args{std::to_string(live_ttl_ms), "st", "queued", "obj", r.object, "own", r.owner, "bg",
                                 r.background ? "1" : "0", "hdr", json::serialize(hdr), "body", r.body, "last", "-1"};
+  if (!sealed_credential.empty()) {
+    args.push_back("sec");
+    args.push_back(std::string(sealed_credential));
+  }
+  // What the ledger charges while it waits: every value stored (the request's bytes above all).
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 1; i < args.size(); ++i) bytes += args[i].size();
   if (!r.wire.empty()) {
     args.push_back("fg");
     args.push_back(r.wire);
@@ -158,17 +176,20 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
   }
   if (made.value.as_integer().value_or(0) != 1) co_return store_refusal::duplicate;
   std::vector<std::string> qkeys{r.wire.empty() ? jobs_key() : foreground_key()};
+  for (auto& k : ledger_keys()) qkeys.push_back(std::move(k));
   std::vector<std::string> qargs{std::to_string(r.wire.empty() ? opts_.jobs_max_waiting : foreground_max_waiting_), r.id,
-                                 jobs_channel()};
+                                 jobs_channel(), std::to_string(opts_.redis_response_bytes), std::to_string(bytes),
+                                 std::to_string(live_ttl_ms)};
   auto queued = co_await run(c, enqueue, std::move(qkeys), std::move(qargs));
-  if (queued.ok() && queued.value.as_integer().value_or(0) == 1) co_return store_refusal::none;
+  const auto answer = queued.ok() ? queued.value.as_integer().value_or(0) : 0;
+  if (answer == 1) co_return store_refusal::none;
   // Not queued: the response must not stay behind as a job nobody runs.
   (void)co_await c.command_within(opts_.command_timeout, "DEL", response_key(r.id));
   if (!queued.ok()) {
     failure = redis_failure::unavailable;
     co_return std::nullopt;
   }
-  co_return store_refusal::queue_full;
+  co_return answer == 2 ? store_refusal::store_full : store_refusal::queue_full;
 }
 
 task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std::string_view id, redis_failure& failure) {
@@ -241,6 +262,11 @@ task<std::optional<status>> redis_queue::cancel(redis::connection& c, std::strin
     co_return std::nullopt;
   }
   auto before = status_named(r.value.elements[0].str);
+  if (before == status::queued && r.value.elements.size() > 2) {
+    // Its request is gone: the ledger counts its object until its retention ends.
+    const auto held = r.value.elements[2].as_integer().value_or(0);
+    co_await settle(c, id, static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)), in_ms(opts_.response_retention));
+  }
   if (before == status::in_progress && r.value.elements.size() > 1 && !r.value.elements[1].str.empty()) {
     const std::string key = cancels_key(r.value.elements[1].str);
     auto added = co_await c.command_within(opts_.command_timeout, "SADD", key, id);
@@ -262,6 +288,32 @@ task<std::optional<std::uint64_t>> redis_queue::waiting(redis::connection& c, bo
 
 task<void> redis_queue::forget(redis::connection& c, std::string_view id) {
   (void)co_await c.command_within(opts_.command_timeout, "DEL", response_key(id), events_key(id));
+  co_await settle(c, id, std::nullopt, {});
+}
+
+task<void> redis_queue::settle(redis::connection& c, std::string_view id, std::optional<std::uint64_t> bytes,
+                               std::chrono::milliseconds ttl) {
+  // Not answered: the entry keeps its charge until its own time passes (never less than the truth
+  // for a live response, at most a day for one that ended).
+  std::vector<std::string> keys = ledger_keys();
+  std::vector<std::string> args{std::string(id), bytes ? std::to_string(*bytes) : std::string(), ms(ttl)};
+  (void)co_await run(c, settle_bytes, std::move(keys), std::move(args));
+}
+
+task<void> redis_queue::settle_lost(redis::connection& c, std::string_view id) {
+  auto sz = co_await c.command_within(opts_.command_timeout, "HGET", response_key(id), "sz");
+  auto obj = co_await c.command_within(opts_.command_timeout, "HSTRLEN", response_key(id), "obj");
+  if (!sz.ok() || !obj.ok()) co_return;
+  const std::int64_t held = to_int(sz.value.str, 0) + obj.value.as_integer().value_or(0);
+  co_await settle(c, id, static_cast<std::uint64_t>(std::max<std::int64_t>(0, held)), in_ms(opts_.response_retention));
+}
+
+task<std::optional<std::uint64_t>> redis_queue::held_bytes(redis::connection& c) {
+  std::vector<std::string> keys = ledger_keys();
+  std::vector<std::string> args{std::to_string(held_prune_batch)};
+  auto r = co_await run(c, count_held, std::move(keys), std::move(args));
+  if (!r.ok()) co_return std::nullopt;
+  co_return static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.value.as_integer().value_or(0)));
 }
 
 task<bool> redis_queue::ensure_group(redis::connection& c) {
@@ -362,10 +414,15 @@ task<bool> redis_queue::append(redis::connection& c, std::string_view id, const 
     failure = redis_failure::unavailable;
     co_return false;
   }
-  if (r.value.type != redis::reply::kind::array || r.value.elements.size() != 3) co_return false;  // 0: not ours
+  if (r.value.type != redis::reply::kind::array || r.value.elements.size() != 4) co_return false;  // 0: not ours
   const auto followed = r.value.elements[1].as_integer().value_or(0);
   const auto now = r.value.elements[2].as_integer().value_or(0);
   if (followed_ms_ago && followed > 0) *followed_ms_ago = std::max<std::int64_t>(0, now - followed);
+  if (final) {
+    // Its charge becomes what it holds (events and object), for as long as it is kept.
+    const auto held = static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.value.elements[3].as_integer().value_or(0)));
+    co_await settle(c, id, held, foreground ? foreground_retention : in_ms(opts_.response_retention));
+  }
   co_return true;
 }
 
@@ -374,6 +431,15 @@ task<bool> redis_queue::open(redis::connection& c, const new_response& r) {
   std::vector<std::string> largs{ms(lease_), "NX", r.id};
   auto held = co_await run(c, renew_leases, std::move(lkeys), std::move(largs));
   if (!held.ok() || held.value.as_integer().value_or(0) != 1) co_return false;  // someone else's, or Redis away
+  // Charged like a job: refused past redis-response-bytes (the stream stays resumable here only).
+  std::vector<std::string> ckeys = ledger_keys();
+  std::vector<std::string> cargs{std::to_string(opts_.redis_response_bytes), r.id, std::to_string(r.object.size()),
+                                 std::to_string(live_ttl_ms)};
+  auto charged = co_await run(c, charge_bytes, std::move(ckeys), std::move(cargs));
+  if (!charged.ok() || charged.value.as_integer().value_or(0) != 1) {
+    (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), r.id);
+    co_return false;
+  }
   json::array hdr;
   std::vector<std::string> keys{response_key(r.id)};
   std::vector<std::string> args{std::to_string(live_ttl_ms), "st", "in_progress", "obj", r.object, "own", r.owner, "bg",
@@ -382,6 +448,7 @@ task<bool> redis_queue::open(redis::connection& c, const new_response& r) {
   auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
   if (made.ok() && made.value.as_integer().value_or(0) == 1) co_return true;
   (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), r.id);
+  co_await settle(c, r.id, std::nullopt, {});
   co_return false;
 }
 
@@ -442,7 +509,10 @@ task<std::size_t> redis_queue::reap_lost(redis::connection& c, std::size_t limit
     const auto v = lost.value.as_integer().value_or(0);
     if (v == 2) continue;  // it moved on: its worker lives (its lease will be renewed)
     (void)co_await c.command_within(opts_.command_timeout, "ZREM", running_key(), id);
-    if (v == 1) ++failed;
+    if (v == 1) {
+      ++failed;
+      co_await settle_lost(c, id);
+    }
   }
   co_return failed;
 }

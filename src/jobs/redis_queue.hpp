@@ -5,8 +5,15 @@
 //   P{jobs}:fg                stream of queued foreground jobs (a client waits on each: read first)
 //   P{jobs}:running           zset: response id -> when its worker's lease ends (ms, Redis's clock)
 //   P{worker:W}:cancels       set: ids of worker W's running jobs that a client cancelled
+//   P{jobs}:held              zset: id -> until when its bytes count (ms): the fleet's byte ledger
+//   P{jobs}:held:bytes        hash: id -> the bytes charged to it (redis-response-bytes bounds the
+//   P{jobs}:held:total        sum, kept here: waiting jobs' requests, finished responses' objects and
+//                             events until their retention ends)
 //   P{resp:ID}                hash: st (status), obj (response object), own (client key), bg,
-//                             hdr (the request's headers, JSON), body, wk (the worker running it),
+//                             hdr (the request's headers, JSON, no credentials), body, sec (the
+//                             client's own upstream Authorization, sealed: credential_seal; only in
+//                             pass-through mode) -- these three until a worker starts the job --,
+//                             sz (bytes of its events), wk (the worker running it),
 //                             last (the last stored sequence number), fin (1 once final),
 //                             fg (a foreground job: the API path it runs; its events are its answer),
 //                             up (the upstream's id for the response, once known),
@@ -46,6 +53,7 @@ struct stored_response {
   std::string worker;                                        // who runs it ("" while queued)
   std::vector<std::pair<std::string, std::string>> headers;  // only from load()
   std::string body;                                          // only from load()
+  std::string sealed_credential;                             // only from load() (credential_seal)
   std::int64_t last_seq = -1;
   std::string wire;  // a foreground job's API path (new_response::wire); "" for a response
   std::string upstream_id;  // the upstream's id for it (new_response::upstream_id), when known
@@ -89,13 +97,17 @@ class redis_queue {
   std::string jobs_channel() const { return prefix_ + "{notify}:jobs"; }
   std::string notify_channel(std::string_view worker) const { return prefix_ + "{notify}:" + std::string(worker); }
   std::string running_key() const { return prefix_ + "{jobs}:running"; }
+  std::vector<std::string> ledger_keys() const;
   std::string cancels_key(std::string_view worker) const;
 
   // --- a front's side ---
   // Stores a new background response (status queued) and queues its job; a foreground job
   // (r.wire) goes to the foreground stream. store_refusal::queue_full when jobs-max-waiting
-  // (foreground: queue-depth) are waiting; nullopt with `failure` set when Redis did not answer.
-  task<std::optional<store_refusal>> create(redis::connection& c, const new_response& r, redis_failure& failure);
+  // (foreground: queue-depth) are waiting, store_full when its bytes would take the fleet's ledger
+  // past redis-response-bytes; nullopt with `failure` set when Redis did not answer.
+  // `sealed_credential` (credential_seal, or ""): stored until a worker starts the job.
+  task<std::optional<store_refusal>> create(redis::connection& c, const new_response& r, redis_failure& failure,
+                                            std::string_view sealed_credential = {});
   // The response's status, object, owner and worker; nullopt when unknown (or `failure`).
   task<std::optional<stored_response>> find(redis::connection& c, std::string_view id, redis_failure& failure);
   // Events after sequence number `after`, at most `count`; `finished` when the response is final and
@@ -112,6 +124,8 @@ class redis_queue {
   task<std::optional<std::uint64_t>> waiting(redis::connection& c, bool foreground_only = false);
   // A foreground job's keys, once its front relayed all of it.
   task<void> forget(redis::connection& c, std::string_view id);
+  // The bytes the fleet's ledger counts (after dropping expired entries); nullopt when Redis did not answer.
+  task<std::optional<std::uint64_t>> held_bytes(redis::connection& c);
 
   // --- a worker's side ---
   // Creates the consumer groups (and the streams) when missing. True when they exist now.
@@ -125,10 +139,12 @@ class redis_queue {
   task<std::optional<stored_response>> load(redis::connection& c, std::string_view id, redis_failure& failure);
   // Takes the job: queued -> in_progress (object `object`), under this worker's lease. Only one worker
   // ever does for a response; false when it was not queued (cancelled, already taken, gone) or
-  // Redis did not answer. The entry is acknowledged either way once this answers.
+  // Redis did not answer. The entry is acknowledged either way once this answers. The request
+  // (body, headers, sealed credential) leaves Redis here: load() first.
   task<bool> start(redis::connection& c, const queued_job& j, const std::string& object);
   // Appends `events` (sequence number, SSE text) and, when not empty, a new object/status; `final`
-  // ends the response (its keys expire after response-retention). False when the response is no
+  // ends the response (its keys expire after response-retention; the ledger then counts what it
+  // holds, object and events, until then: one more script call). False when the response is no
   // longer this worker's to write (failed as worker_lost meanwhile, or gone), or Redis did not answer
   // (`failure`).
   // `followed_ms_ago`, when given, learns how long ago a follower last read the response (set only
@@ -139,8 +155,8 @@ class redis_queue {
                     std::optional<std::int64_t>* followed_ms_ago = nullptr, bool foreground = false);
   // A response this process is already writing (a client's own recorded stream): stored
   // in_progress under this process's lease, so that any front can follow and resume it, and a
-  // death of this process is a worker_lost. False when Redis did not take it (away, or the id is
-  // taken).
+  // death of this process is a worker_lost. False when Redis did not take it (away, the id is
+  // taken, or redis-response-bytes is reached).
   task<bool> open(redis::connection& c, const new_response& r);
   // The upstream's id for a response this process writes, learned once its stream began.
   task<void> note_upstream_id(redis::connection& c, std::string_view id, std::string_view upstream_id);
@@ -158,10 +174,16 @@ class redis_queue {
 
  private:
   enum script_index : std::size_t {
-    enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired, read_events, take_jobs
+    enqueue, create_hash, start_job, append_events, cancel_job, lose_job, renew_leases, expired, read_events, take_jobs,
+    charge_bytes, settle_bytes, count_held
   };
   task<redis::response> run(redis::connection& c, script_index s, std::vector<std::string> keys,
                             std::vector<std::string> args);
+  // The ledger's entry of `id` now holds `bytes` for `ttl` (nullopt: dropped).
+  task<void> settle(redis::connection& c, std::string_view id, std::optional<std::uint64_t> bytes,
+                    std::chrono::milliseconds ttl);
+  // A job failed worker_lost: its charge becomes what it holds, for response-retention.
+  task<void> settle_lost(redis::connection& c, std::string_view id);
 
   const std::string prefix_;
   const std::string worker_;

@@ -14,6 +14,7 @@
 #include "http/error_response.hpp"
 #include "jobs/wakeup.hpp"
 #include "observability/gauge_hold.hpp"
+#include "observability/log.hpp"
 #include "proxy/job_sink.hpp"
 #include "proxy/pipeline.hpp"
 #include "sse/parser.hpp"
@@ -136,7 +137,13 @@ task<void> pipeline::create_background(request_context& ctx, http::request& req)
   const std::string id = new_response_id();
   std::string queued = queued_response_object(id, ctx.model, true, req.body());
   jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), ctx.tenant, {}, {}};
-  if (cfg_.svc.queue) co_return co_await create_queued(ctx, std::move(r));
+  if (cfg_.svc.queue) {
+    auto sealed = sealed_credential(req, id);
+    if (!sealed) co_return co_await send_error(ctx, sealed.err());
+    co_return co_await create_queued(ctx, std::move(r), std::move(*sealed));
+  }
+  // In-process: the client's own upstream key (pass-through) stays in this process's memory.
+  if (auto key = upstream_credential(req); !key.empty()) r.headers.emplace_back("Authorization", std::move(key));
   auto made = store->create(std::move(r), true);
   if (auto* why = std::get_if<jobs::store_refusal>(&made)) co_return co_await refuse_background(ctx, *why, store->waiting());
   auto rec = std::get<std::shared_ptr<jobs::response_record>>(std::move(made));
@@ -146,14 +153,37 @@ task<void> pipeline::create_background(request_context& ctx, http::request& req)
   co_await send_json(ctx, bhttp::status::ok, std::move(queued), "application/json");
 }
 
-task<void> pipeline::create_queued(request_context& ctx, jobs::new_response r) {
+std::string pipeline::upstream_credential(const http::request& req) const {
+  if (cfg_.svc.keys) return {};  // with client keys, the client's key is sluice's own: never sent on
+  bool keyless = false;
+  for (std::size_t i = 0; i < cfg_.router.size(); ++i) keyless = keyless || cfg_.router.at(i).authorization.empty();
+  if (!keyless) return {};
+  auto it = req.find(bhttp::field::authorization);
+  return it == req.end() ? std::string() : std::string(it->value());
+}
+
+result<std::string> pipeline::sealed_credential(const http::request& req, std::string_view id) const {
+  const std::string key = upstream_credential(req);
+  if (key.empty()) return std::string();
+  if (!cfg_.svc.seal) {
+    auto e = error::make(errc::overloaded,
+                         "This gateway passes clients' own keys upstream, and a job queued through Redis carries the key only "
+                         "sealed under the fleet's queue secret (queue-secret-env), which is not configured; the job was not "
+                         "queued.");
+    e.api_code = "queue_secret_missing";
+    return e;
+  }
+  return cfg_.svc.seal->seal(key, id);
+}
+
+task<void> pipeline::create_queued(request_context& ctx, jobs::new_response r, std::string sealed) {
   auto& queue = *cfg_.svc.queue;
   auto* c = cfg_.svc.redis->current();
   jobs::redis_failure failure = jobs::redis_failure::unavailable;
   std::optional<jobs::store_refusal> refusal;
   if (c) {
     failure = jobs::redis_failure::none;
-    refusal = co_await queue.create(*c, r, failure);
+    refusal = co_await queue.create(*c, r, failure, sealed);
   }
   if (!refusal || *refusal == jobs::store_refusal::duplicate) {
     if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::create);
@@ -364,7 +394,10 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
       failing_since.reset();
     }
     if (batch.missing) {
-      // Its keys vanished under a live follow (Redis restarted without its data): said in-band.
+      // Its keys vanished under a live follow (Redis restarted without its data, evicted them, or
+      // someone deleted them): said in-band, counted and logged.
+      if (cfg_.svc.jobs) cfg_.svc.jobs->vanished(jobs::metrics::vanished_kind::response);
+      obs::log_warn("response missing from redis under its follower", {{"request_id", ctx.request_id}, {"response", id}});
       const auto e = error::make(errc::internal, "The response was lost by the store (Redis lost its data); retry the request.");
       (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, cur.last + 1), "error"));
       ctx.end.outcome = obs::outcome::internal;

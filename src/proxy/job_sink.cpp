@@ -61,7 +61,13 @@ bool is_gateway_response_id(std::string_view id) noexcept {
 std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& f : req) {
+    // Client credentials and cookies are never stored with a job (the client's own upstream key
+    // travels apart, sealed, where it is needed: pipeline::sealed_credential).
+    if (boost::beast::iequals(f.name_string(), "x-api-key") || boost::beast::iequals(f.name_string(), "api-key")) continue;
     switch (f.name()) {
+      case bhttp::field::authorization:
+      case bhttp::field::proxy_authorization:
+      case bhttp::field::cookie:
       case bhttp::field::content_length:
       case bhttp::field::transfer_encoding:
       case bhttp::field::connection:

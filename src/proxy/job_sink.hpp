@@ -196,7 +196,8 @@ bool is_gateway_response_id(std::string_view id) noexcept;
 // `prefix` and 32 hex digits from the system's CSPRNG.
 std::string new_random_id(std::string_view prefix);
 
-// The client's headers as a job replays them: all but the ones that frame this one message.
+// The client's headers as a job replays them: all but the ones that frame this one message, and
+// never a credential or cookie (Authorization, Proxy-Authorization, Cookie, X-Api-Key, Api-Key).
 std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req);
 // Retry-After for a full job queue: the rounds of worker slots ahead of a new job (the slots of
 // one worker: a fleet's are not known here), 1-60 s.

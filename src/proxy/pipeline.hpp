@@ -128,8 +128,14 @@ class pipeline final : public http::request_handler {
   // previous_response_id naming a response this gateway stored (under its own id, for this
   // tenant) becomes the upstream's id for it in the body; any other id goes on as it is.
   task<void> map_previous_response(request_context& ctx, http::request& req);
-  // --queue redis: the same, the response and its job in Redis.
-  task<void> create_queued(request_context& ctx, jobs::new_response r);
+  // --queue redis: the same, the response and its job in Redis; `sealed`: sealed_credential's.
+  task<void> create_queued(request_context& ctx, jobs::new_response r, std::string sealed);
+  // The client's Authorization where a job's upstream needs it (pass-through: no client keys, and
+  // an upstream without a key of its own); "" otherwise. Kept in-process only.
+  std::string upstream_credential(const http::request& req) const;
+  // --queue redis: upstream_credential sealed for job `id` (credential_seal), "" when none is
+  // needed; an error when one is needed and the fleet has no queue secret (never stored in clear).
+  result<std::string> sealed_credential(const http::request& req, std::string_view id) const;
   task<void> serve_queued(request_context& ctx, const http::request& req);
   task<void> follow_queued(request_context& ctx, std::string id, std::int64_t after);
   // A follow's event-stream head (false: the client left) and the drain's in-band end.

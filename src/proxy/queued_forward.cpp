@@ -71,12 +71,14 @@ task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
   headers.emplace_back("x-request-id", ctx.request_id);
   jobs::new_response r{id,      false, "{}", std::move(headers), std::string(req.body()), ctx.tenant,
                        wire_target(req.method(), ctx.path), {}};
+  auto sealed = sealed_credential(req, id);
+  if (!sealed) co_return co_await send_error(ctx, sealed.err());
   auto* c = cfg_.svc.redis->current();
   jobs::redis_failure failure = jobs::redis_failure::unavailable;
   std::optional<jobs::store_refusal> refusal;
   if (c) {
     failure = jobs::redis_failure::none;
-    refusal = co_await queue.create(*c, r, failure);
+    refusal = co_await queue.create(*c, r, failure, *sealed);
   }
   bhttp::fields extra;
   if (!refusal || *refusal == jobs::store_refusal::duplicate) {
@@ -86,6 +88,12 @@ task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
     }
     extra.set(bhttp::field::retry_after, "1");
     co_return co_await refuse(ctx, queue_unavailable_error(), obs::reject_reason::queue_unavailable, &extra);
+  }
+  if (*refusal == jobs::store_refusal::store_full) {
+    if (m) m->foreground(jobs::metrics::foreground_outcome::store_full);
+    extra.set(bhttp::field::retry_after, "5");
+    co_return co_await refuse(ctx, error::make(errc::overloaded, "The gateway's response store is full; retry later."),
+                              obs::reject_reason::queue_full, &extra);
   }
   if (*refusal != jobs::store_refusal::none) {
     if (m) m->foreground(jobs::metrics::foreground_outcome::queue_full);
@@ -164,6 +172,7 @@ task<void> pipeline::relay_queued(request_context& ctx, const std::string& id) {
     }
     if (batch.missing) {
       obs::log_warn("foreground job lost by redis", {{"request_id", ctx.request_id}, {"job", id}});
+      if (m) m->vanished(jobs::metrics::vanished_kind::job);
       count(jobs::metrics::foreground_outcome::lost);
       co_return co_await end_with(error::make(errc::internal, "The queue lost this request's job (Redis lost its data); retry the request."),
                                   "response_lost");

@@ -31,25 +31,40 @@ task<void> sleep_for(duration d) {
 
 bool cancelled_now(const net::cancellation_state& cs) { return cs.cancelled() != net::cancellation_type::none; }
 
+// A job whose sealed client key did not open here: failed before it runs, with an error event for
+// a background response's followers (a foreground job's front reads the failed object instead).
+void fail_unopened(jobs::response_record& rec) {
+  constexpr std::string_view code = "queue_secret_mismatch";
+  constexpr std::string_view message =
+      "The worker could not open the client's sealed key: its queue secret (queue-secret-env) differs from the front's or is unset.";
+  if (rec.wire().empty()) rec.append(0, jobs::error_event_text(0, code, message));
+  rec.finish(jobs::status::failed, response_object_with(rec.object(), jobs::status::failed, code, message));
+}
+
 }  // namespace
 
 redis_worker::redis_worker(jobs::redis_queue& queue, redis::client& redis, runtime::worker_pool& pool, pipeline_of pipelines,
-                           jobs::metrics& metrics, const drain_state& drain, jobs::redis_notifier* notifier)
+                           jobs::metrics& metrics, const drain_state& drain, jobs::redis_notifier* notifier,
+                           const jobs::credential_seal* seal)
     : queue_(queue),
       redis_(redis),
       pool_(pool),
       pipelines_(std::move(pipelines)),
       metrics_(metrics),
       drain_(drain),
-      notifier_(notifier) {}
+      notifier_(notifier),
+      seal_(seal) {}
 
-void redis_worker::start(runtime::task_group& group, bool runs_jobs) {
+void redis_worker::start(runtime::task_group& group) {
   group_ = &group;
   auto ex = pool_.context(0).get_executor();
   group.spawn(ex, sample_loop(), "job queue sampler", true);
   // Every role: a front's recorded streams hold leases too, and any process may reap.
   group.spawn(ex, upkeep_loop(), "job upkeep loop", true);
-  if (runs_jobs) group.spawn(ex, pull_loop(group), "job pull loop", true);
+}
+
+void redis_worker::start_pulling(runtime::task_group& group) {
+  group.spawn(pool_.context(0).get_executor(), pull_loop(group), "job pull loop", true);
 }
 
 void redis_worker::mirror_recorded(std::shared_ptr<jobs::response_record> rec) {
@@ -79,8 +94,10 @@ task<void> redis_worker::sample_loop() {
   for (;;) {
     auto cs = co_await net::this_coro::cancellation_state;
     if (cancelled_now(cs)) co_return;
-    if (auto* c = redis_.current())
+    if (auto* c = redis_.current()) {
       if (auto n = co_await queue_.waiting(*c)) metrics_.queue_length(*n);
+      if (auto held = co_await queue_.held_bytes(*c)) metrics_.redis_bytes(*held);
+    }
     co_await sleep_for(sample_every);
   }
 }
@@ -154,10 +171,17 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
   jobs::redis_failure failure = jobs::redis_failure::none;
   auto stored = co_await queue_.load(*c, job.id, failure);
   if (failure != jobs::redis_failure::none) co_return;  // still delivered: claimed after a lease
+  if (!stored) {
+    // Queued, and its response gone before any retention began: Redis lost it (evicted, deleted).
+    metrics_.vanished(jobs::metrics::vanished_kind::job);
+    obs::log_warn("queued job missing from redis: skipped", {{"job", job.id}, {"worker", queue_.worker()}});
+    co_await queue_.forget(*c, job.id);
+  }
   std::string object = response_object_with(stored ? stored->object : std::string(), jobs::status::in_progress);
   // Not queued (cancelled, taken by another, gone): start() says so and takes it out of the queue.
   const bool started = co_await queue_.start(*c, job, object);
   if (!started || !stored) co_return;
+  const bool opened = unseal(*stored);
   jobs::new_response r{stored->id,
                        stored->background,
                        stored->object,
@@ -173,10 +197,16 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
     running_[rec->id()] = rec;
   }
   metrics_.job_started();
+  if (!opened) {
+    // Never run without the client's key: it would go upstream with none.
+    obs::log_warn("job's sealed credential does not open here: failing it", {{"request_id", rec->id()}, {"worker", queue_.worker()}});
+    fail_unopened(*rec);
+  }
   {
     using namespace boost::asio::experimental::awaitable_operators;
     // (Not a conditional expression around the co_await: GCC 12.)
-    if (rec->wire().empty()) co_await (pipelines_(thread).run_job(rec) && mirror(rec));
+    if (!opened) co_await mirror(rec);
+    else if (rec->wire().empty()) co_await (pipelines_(thread).run_job(rec) && mirror(rec));
     else co_await (pipelines_(thread).run_wire_job(rec) && mirror(rec));
   }
   {
@@ -266,6 +296,16 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
     written = std::move(object);
     if (final_now) co_return;
   }
+}
+
+bool redis_worker::unseal(jobs::stored_response& job) const {
+  if (job.sealed_credential.empty()) return true;
+  std::optional<std::string> key;
+  if (seal_) key = seal_->open(job.sealed_credential, job.id);
+  job.sealed_credential.clear();
+  if (!key) return false;
+  job.headers.emplace_back("Authorization", std::move(*key));
+  return true;
 }
 
 void redis_worker::stop_job(const std::string& id) {

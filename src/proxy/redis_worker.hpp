@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "jobs/credential_seal.hpp"
 #include "jobs/metrics.hpp"
 #include "jobs/redis_notifier.hpp"
 #include "jobs/redis_queue.hpp"
@@ -39,14 +40,18 @@ class redis_worker {
   using pipeline_of = std::function<pipeline&(std::size_t thread)>;
 
   // `notifier` (may be null): wakes the pull loop when a job is queued, instead of its poll.
+  // `seal` (may be null: no queue secret): opens a job's sealed client credential.
   redis_worker(jobs::redis_queue& queue, redis::client& redis, runtime::worker_pool& pool, pipeline_of pipelines,
-               jobs::metrics& metrics, const drain_state& drain, jobs::redis_notifier* notifier = nullptr);
+               jobs::metrics& metrics, const drain_state& drain, jobs::redis_notifier* notifier = nullptr,
+               const jobs::credential_seal* seal = nullptr);
   redis_worker(const redis_worker&) = delete;
   redis_worker& operator=(const redis_worker&) = delete;
 
-  // Spawns the loops into `group` (cancelled at stop): the queue-length sampler always; the pull
-  // and upkeep loops when `runs_jobs` (role worker or both).
-  void start(runtime::task_group& group, bool runs_jobs);
+  // Spawns the queue-length sampler and the upkeep loop into `group` (cancelled at stop).
+  void start(runtime::task_group& group);
+  // Spawns the pull loop (role worker or both): once the start-up checks of Redis are done, so that
+  // no job is taken by a process that then does not start.
+  void start_pulling(runtime::task_group& group);
 
   std::size_t running() const noexcept { return busy_.load(std::memory_order_relaxed); }
 
@@ -63,6 +68,9 @@ class redis_worker {
   task<void> run_recorded(std::shared_ptr<jobs::response_record> rec);
   // Copies the record into Redis until it is final and all of it is there.
   task<void> mirror(std::shared_ptr<jobs::response_record> rec);
+  // The job's sealed credential back among its headers (in this process only); false when it
+  // does not open here (no queue secret, or another one than the front's).
+  bool unseal(jobs::stored_response& job) const;
   // Stops running job `id` (a client cancelled it, or it is no longer this worker's).
   void stop_job(const std::string& id);
 
@@ -73,6 +81,7 @@ class redis_worker {
   jobs::metrics& metrics_;
   const drain_state& drain_;
   jobs::redis_notifier* notifier_;
+  const jobs::credential_seal* seal_;
   runtime::task_group* group_ = nullptr;  // set by start()
 
   std::atomic<std::size_t> busy_{0};  // slots taken (a job loading, running or being mirrored)

@@ -15,6 +15,7 @@
 #include "admission/memory_budget.hpp"
 #include "admission/options.hpp"
 #include "admission/stream_registry.hpp"
+#include "jobs/credential_seal.hpp"
 #include "jobs/metrics.hpp"
 #include "jobs/redis_notifier.hpp"
 #include "jobs/redis_queue.hpp"
@@ -74,6 +75,8 @@ struct services {
   jobs::redis_notifier* notifier = nullptr;  // (--queue redis) wakeups through Pub/Sub; null: poll
   redis::client* redis = nullptr;
   redis_worker* queue_worker = nullptr;  // mirrors recorded streams into Redis (set once started)
+  // --queue redis: seals a client's own upstream key for the queue (queue-secret-env); null: unset.
+  const jobs::credential_seal* seal = nullptr;
   // A worker process of a pod (--processes N): GET /metrics answers this of the process's own
   // exposition (the pod's merged view); unset: the process's own.
   std::function<task<std::string>(std::string own)> pod_metrics = {};

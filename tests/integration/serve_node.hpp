@@ -17,7 +17,9 @@ namespace sluice::test {
 struct serve_node {
   child_process p;
   std::uint16_t port = 0;
-  explicit serve_node(std::vector<std::string> args) : p(std::move(args), {"OPENAI_API_KEY=sk-upstream-test"}) {
+  explicit serve_node(std::vector<std::string> args) : serve_node(std::move(args), {"OPENAI_API_KEY=sk-upstream-test"}) {}
+  // With exactly `env` added to the environment (no planted upstream key unless it says so).
+  serve_node(std::vector<std::string> args, std::vector<std::string> env) : p(std::move(args), std::move(env)) {
     port = p.wait_port().value_or(0);
     EXPECT_NE(port, 0) << p.output();
   }

@@ -160,6 +160,13 @@ if yaml is not None:
         redis_env = found["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
         if secret is None or all(e["valueFrom"]["secretKeyRef"]["name"] != secret for e in redis_env):
             return "the gateway and Redis do not read the same Secret"
+        # Stored responses and queued jobs must never be evicted (docs/queue.md: Redis settings).
+        args = [str(a) for a in found["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]]
+        setting = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+        if setting.get("--maxmemory-policy") != "noeviction":
+            return "redis must run with maxmemory-policy noeviction"
+        if setting.get("--appendonly") != "yes" or setting.get("--appendfsync") != "everysec":
+            return "redis must run with appendonly yes, appendfsync everysec"
         return None
 
     check("redis beside the gateways", redis_manifests)

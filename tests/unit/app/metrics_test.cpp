@@ -170,6 +170,7 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_jobs_orphaned_total", "counter"},
     {"sluice_foreground_jobs_total", "counter"},
     {"sluice_queue_redis_errors_total", "counter"},
+    {"sluice_jobs_vanished_total", "counter"},
     {"process_cpu_seconds_total", "counter"},
     {"process_open_fds", "gauge"},
     {"process_max_fds", "gauge"},
@@ -226,6 +227,7 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
       {"state", {"completed", "failed", "cancelled", "incomplete"}},  // sluice_jobs_total
       {"op", {"create", "read", "cancel", "take", "append"}},         // sluice_queue_redis_errors_total
       {"result", foreground_results()},                                // sluice_foreground_jobs_total
+      {"what", {"response", "job"}},                                   // sluice_jobs_vanished_total
   };
   const std::map<std::string, std::set<std::string>> direction_values = {
       {"sluice_tokens_total", names_of(all_directions)},

@@ -61,3 +61,20 @@ TEST(JobOptions, UnknownQueuesRolesAndIntervalsAreRefusedByName) {
   ASSERT_TRUE(load(e, "queue: redis\nqueue-command-timeout: 250ms\n").has_value());
   EXPECT_EQ(e.command_timeout, std::chrono::milliseconds(250));
 }
+
+TEST(JobOptions, RedisBytesSecretAndEvictionCheckHaveNamedDefaults) {
+  jobs::options o;
+  ASSERT_TRUE(load(o, "{}").has_value());
+  EXPECT_EQ(o.redis_response_bytes, 1024ull * 1024 * 1024);
+  EXPECT_EQ(o.queue_secret_env, "SLUICE_QUEUE_SECRET");
+  EXPECT_EQ(o.redis_eviction_check, jobs::eviction_check::warn);
+  jobs::options set;
+  ASSERT_TRUE(load(set, "redis-response-bytes: 64MiB\nqueue-secret-env: FLEET_SECRET\nredis-eviction-check: refuse\n").has_value());
+  EXPECT_EQ(set.redis_response_bytes, 64ull * 1024 * 1024);
+  EXPECT_EQ(set.queue_secret_env, "FLEET_SECRET");
+  EXPECT_EQ(set.redis_eviction_check, jobs::eviction_check::refuse);
+  jobs::options bad;
+  EXPECT_FALSE(load(bad, "redis-eviction-check: maybe\n").has_value());
+  jobs::options small;
+  EXPECT_FALSE(load(small, "redis-response-bytes: 1MiB\n").has_value()) << "below response-max-bytes (4 MiB)";
+}
