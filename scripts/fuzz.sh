@@ -19,7 +19,9 @@ if [ "${1:-}" = "--list" ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" -DSLUICE_FUZZ=ON \
-    ${SLUICE_FUZZ_CMAKE_ARGS:-} >/dev/null
+    -DSLUICE_WERROR=ON ${SLUICE_FUZZ_CMAKE_ARGS:-} >/dev/null
+elif ! grep -q '^SLUICE_WERROR:BOOL=ON' "$build/CMakeCache.txt"; then
+  cmake -B "$build" -DSLUICE_WERROR=ON >/dev/null  # a tree configured before the option existed
 fi
 cmake --build "$build" -j "$(nproc)" --target fuzz_all
 mkdir -p "$build/artifacts"

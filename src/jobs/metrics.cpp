@@ -1,5 +1,7 @@
 #include "jobs/metrics.hpp"
 
+#include <algorithm>
+
 namespace sluice::jobs {
 
 metrics::metrics(const memory_store& store) {
@@ -41,11 +43,13 @@ metrics::metrics(const memory_store& store) {
             {}, [this] { return static_cast<double>(redis_bytes_.load(std::memory_order_relaxed)); });
   }
   const memory_store* s = &store;
-  scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot (--queue redis: the fleet's queue).", {},
-          [s, this] {
-            const auto shared = queue_length_.load(std::memory_order_relaxed);
-            return static_cast<double>(shared >= 0 ? static_cast<std::uint64_t>(shared) : s->waiting());
-          });
+  scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot in this process's in-process queue.", {},
+          [s] { return static_cast<double>(s->waiting()); });
+  // The fleet's queue is one reading that every process takes, not a share of each: its own
+  // family, so that a pod's merged view takes it once (max) where the local queues add up.
+  if (store.settings().queue == queue_backend::redis)
+    scraped("sluice_queue_jobs_waiting", "Background jobs waiting in the fleet's queue in Redis (read every second).",
+            {}, [this] { return static_cast<double>(std::max<std::int64_t>(0, queue_length_.load(std::memory_order_relaxed))); });
   scraped("sluice_responses_stored", "Responses held by the in-process store.", {},
           [s] { return static_cast<double>(s->stored()); });
   scraped("sluice_response_store_bytes", "Bytes of the responses held by the in-process store.", {},

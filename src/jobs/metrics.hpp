@@ -1,5 +1,5 @@
 // The background responses' metrics (docs/queue.md):
-//   sluice_jobs_waiting                 jobs queued for a worker slot (scraped from the store)
+//   sluice_jobs_waiting                 jobs queued for a worker slot in this process (the store's queue)
 //   sluice_jobs_running                 jobs running in this process
 //   sluice_jobs_worker_slots            worker-max-jobs
 //   sluice_jobs_total{state}            jobs ended: completed, failed, cancelled, incomplete
@@ -12,7 +12,9 @@
 //   sluice_response_followers           clients reading a stored response's events
 //   sluice_recorded_streams_total{state} clients' own Responses streams recorded for resume, by how
 //                                        they ended (cancelled: no one followed for orphan-timeout)
-//   --queue redis (the queue is the fleet's; sluice_jobs_waiting is its length, read every second):
+//   --queue redis (the queue is the fleet's):
+//   sluice_queue_jobs_waiting           the fleet's queue length in Redis, read every second (the same
+//                                        reading in every process: a pod's view takes it once)
 //   sluice_jobs_claimed_total           jobs this worker claimed from a worker that died before starting them
 //   sluice_jobs_lost_total              running jobs this process found abandoned (worker_lost)
 //   sluice_jobs_orphaned_total          foreground jobs stopped: no front read them for orphan-timeout
@@ -63,7 +65,7 @@ class metrics final : public obs::component_metrics {
     return names[static_cast<std::size_t>(o)];
   }
   void foreground(foreground_outcome o) noexcept { foreground_[static_cast<std::size_t>(o)]->Increment(); }
-  // The shared queue's length (sluice_jobs_waiting reads this instead of the local queue once set).
+  // The fleet's queue length as last read from Redis (sluice_queue_jobs_waiting).
   void queue_length(std::uint64_t n) noexcept {
     queue_length_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed);
   }

@@ -221,7 +221,11 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
   event_batch out;
   out.last_seq = after;
   // One script: the status and the events read together (a final response has all its events).
-  const std::string from = "(" + std::to_string(after + 1) + "-0";
+  // The first id past `after`, exclusive ("(N-0"), appended to one string: built as
+  // `"(" + std::to_string(...)`, an insert at the front that GCC 12 at -O3 misreads as an overflow.
+  std::string from = "(";
+  from += std::to_string(after + 1);
+  from += "-0";
   std::vector<std::string> keys{response_key(id), events_key(id)};
   std::vector<std::string> args{from, std::to_string(count)};
   auto r = co_await run(c, read_events, std::move(keys), std::move(args));

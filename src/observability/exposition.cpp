@@ -170,15 +170,73 @@ std::string write_exposition(const exposition& e) {
   return out;
 }
 
+namespace {
+
+using enum merge_rule;
+
+// Grouped by what the figure is; the why of each group is the rule (exposition.hpp).
+constexpr gauge_rule gauge_table[] = {
+    // Each process's own share: the pod's figure is the sum.
+    {"sluice_streams_active", sum},
+    {"sluice_stream_active_buffers", sum},
+    {"sluice_stream_buffered_bytes", sum},
+    {"sluice_connections_active", sum},
+    {"sluice_admin_connections_active", sum},
+    {"sluice_queue_depth", sum},  // each process's own admission queue (the pod's: sluice_pod_queued_requests)
+    {"sluice_queue_lanes", sum},
+    {"sluice_upstream_outstanding_requests", sum},
+    {"sluice_schema_cache_entries", sum},
+    {"sluice_schema_cache_bytes", sum},
+    {"sluice_jobs_running", sum},
+    {"sluice_jobs_waiting", sum},       // each process's in-process queue
+    {"sluice_jobs_worker_slots", sum},  // worker-max-jobs per process: the pod runs the sum at once
+    {"sluice_responses_stored", sum},
+    {"sluice_response_store_bytes", sum},
+    {"sluice_response_followers", sum},
+    {"sluice_redis_connected", sum},
+    {"sluice_redis_in_flight", sum},
+    {"sluice_redis_leases_held", sum},  // each process keeps its own leases
+    {"process_open_fds", sum},
+    {"process_virtual_memory_bytes", sum},
+    {"process_resident_memory_bytes", sum},
+    // The same figure in every process: a configured limit, the pod's segment, a fleet-wide reading.
+    {"sluice_max_streams", max},
+    {"sluice_memory_budget_bytes", max},
+    {"sluice_memory_used_bytes", max},  // the pod's memory reading under --processes
+    {"sluice_upstream_circuit_state", max},  // one circuit for the pod
+    {"sluice_queue_jobs_waiting", max},  // the fleet's queue in Redis, read by every process
+    {"sluice_worker_processes", max},
+    {"sluice_worker_processes_configured", max},
+    {"sluice_config_generation", max},
+    {"sluice_pod_streams_in_use", max},
+    {"sluice_pod_queued_requests", max},
+    {"sluice_pod_resident_memory_bytes", max},
+    {"sluice_pod_shared_rows", max},
+    {"sluice_pod_shared_rows_capacity", max},
+    {"process_max_fds", max},
+    // A 0/1 state: 1 when it holds in any process.
+    {"sluice_shared_limits_degraded", max},
+    {"sluice_upstream_engine_saturated", max},
+    // A worst case.
+    {"sluice_upstream_healthy", min},
+    {"sluice_upstream_ratelimit_remaining", min},
+    {"process_start_time_seconds", min},
+};
+
+}  // namespace
+
+std::span<const gauge_rule> gauge_rules() noexcept { return gauge_table; }
+
+std::optional<merge_rule> listed_gauge_rule(std::string_view family) noexcept {
+  for (const auto& g : gauge_table)
+    if (g.family == family) return g.rule;
+  return std::nullopt;
+}
+
 merge_rule rule_of(std::string_view family, std::string_view type) noexcept {
+  if (type == "gauge") return listed_gauge_rule(family).value_or(merge_rule::sum);
   if (starts_with(family, "sluice_pod_") || starts_with(family, "sluice_worker_") || starts_with(family, "sluice_config_"))
     return merge_rule::max;  // the pod's shared segment: the same in every worker
-  if (type != "gauge") return merge_rule::sum;
-  for (std::string_view same : {"sluice_max_streams", "sluice_memory_budget_bytes", "sluice_memory_used_bytes",
-                                "sluice_upstream_circuit_state", "sluice_upstream_engine_saturated"})
-    if (family == same) return merge_rule::max;
-  for (std::string_view worst : {"sluice_upstream_healthy", "sluice_upstream_ratelimit_remaining", "process_start_time_seconds"})
-    if (family == worst) return merge_rule::min;
   return merge_rule::sum;
 }
 

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,12 +29,27 @@ using exposition = std::vector<exposition_family>;
 result<exposition> parse_exposition(std::string_view text);
 std::string write_exposition(const exposition& e);
 
-// How one family's series combine across processes. Counters, histograms and summaries are sums;
-// a gauge is a sum (streams, connections, bytes) unless it is the same figure in every process
-// (the pod's shared series sluice_pod_*, sluice_worker_*, sluice_config_*, a configured limit, the
-// pod's memory reading: max) or a worst case (an upstream's health, its remaining rate limit, the
-// oldest start time: min).
+// How one family's series combine across processes. Counters, histograms and summaries are sums,
+// except the pod's shared series (sluice_pod_*, sluice_worker_*, sluice_config_*: one segment every
+// worker reads, so the same in each: max). A gauge combines by what it measures, written down for
+// every gauge the gateway exposes in gauge_rules() (exposition.cpp):
+//   sum  each process holds its own share (streams, connections, bytes, jobs running, its slots)
+//   max  the same figure in every process (a configured limit, the pod's shared segment, a
+//        fleet-wide reading such as the queue's length in Redis), or "in any process" for a 0/1
+//        state (shared limits degraded, an engine saturated): summing would count it N times
+//   min  a worst case (an upstream's health, its remaining rate limit, the oldest start time)
 enum class merge_rule { sum, max, min };
+struct gauge_rule {
+  std::string_view family;
+  merge_rule rule;
+};
+// Every gauge the gateway exposes, with its rule. A gauge missing here is a test failure
+// (tests/unit/app/metrics_test.cpp, tests/integration/processes_test.cpp), not a silent sum.
+std::span<const gauge_rule> gauge_rules() noexcept;
+// The listed rule of a gauge family; nullopt when gauge_rules() does not name it.
+std::optional<merge_rule> listed_gauge_rule(std::string_view family) noexcept;
+// The rule the merge applies: a listed gauge's, the shared series' max, otherwise a sum (what an
+// unlisted gauge falls back to at run time; the tests keep there from being one).
 merge_rule rule_of(std::string_view family, std::string_view type) noexcept;
 
 // One exposition of several: families in first-seen order, each series combined by its family's

@@ -13,7 +13,7 @@ namespace {
 // How often a worker asks Redis which of its running jobs clients cancelled: a cancelled job's
 // upstream is closed within this (plus one command's time).
 constexpr auto cancel_poll = std::chrono::milliseconds(50);
-// How often the queue's length is read for sluice_jobs_waiting.
+// How often the queue's length is read for sluice_queue_jobs_waiting.
 constexpr auto sample_every = std::chrono::seconds(1);
 // Bytes of events one append carries.
 constexpr std::size_t mirror_batch_bytes = 64 * 1024;

@@ -97,7 +97,11 @@ std::string param_of(const std::vector<path_step>& rev) {
   std::string out;
   for (auto it = rev.rbegin(); it != rev.rend(); ++it) {
     if (it->is_index) {
-      out += "[" + std::to_string(it->index) + "]";
+      // Appended piece by piece: `"[" + std::to_string(...)` inserts at the front of the number,
+      // which GCC 12 at -O3 misreads as an overflow (-Wstringop-overflow).
+      out += '[';
+      out += std::to_string(it->index);
+      out += ']';
     } else {
       if (!out.empty()) out += '.';
       out += it->key;

@@ -196,8 +196,23 @@ TEST_F(Queue, AWorkerNeverRunsMoreThanItsSlotsAndEveryJobCompletes) {
   EXPECT_EQ(sim->snapshot().completion_requests, 20u) << "no job ran twice";
   EXPECT_GT(w1->metric("sluice_jobs_total{state=\"completed\"}"), 0);
   EXPECT_GT(w2->metric("sluice_jobs_total{state=\"completed\"}"), 0);
-  test::wait_until([&] { return a->metric("sluice_jobs_waiting") == 0; }, 5s);
-  EXPECT_EQ(a->metric("sluice_jobs_waiting"), 0) << "the front samples the fleet's queue";
+  test::wait_until([&] { return a->metric("sluice_queue_jobs_waiting") == 0; }, 5s);
+  EXPECT_EQ(a->metric("sluice_queue_jobs_waiting"), 0) << "the front samples the fleet's queue";
+}
+
+// The fleet's queue length is one reading every process of a pod takes from Redis: the pod's merged
+// /metrics shows it once (the max), not once per process (docs/processes.md#metrics).
+TEST_F(Queue, APodOfTwoProcessesShowsTheFleetsQueueOnceNotTwice) {
+  auto a = front({"--processes", "2"});
+  ASSERT_LT(test::wait_until([&] { return a->metric("sluice_worker_processes") == 2; }, 10s), 10s);
+  for (int i = 0; i < 3; ++i) ASSERT_FALSE(id_of(create(*a)).empty());  // no worker: they stay queued
+  // Each process reads the length every second: await the first reading, then both processes'
+  // next ones (2.5 s of scrapes) must leave the pod's figure at 3; summed, it would turn 6.
+  ASSERT_LT(test::wait_until([&] { return a->metric("sluice_queue_jobs_waiting") == 3; }, 10s), 10s);
+  EXPECT_EQ(redis_cli("XLEN 'sluice:{jobs}'"), "3") << "the queue itself";
+  double seen = 3;
+  EXPECT_GT(test::wait_until([&] { return (seen = a->metric("sluice_queue_jobs_waiting")) != 3; }, 2500ms), 2500ms)
+      << "the pod read " << seen;
 }
 
 TEST_F(Queue, AWorkerKilledDuringAJobFailsItWorkerLostForItsFollowers) {

@@ -351,12 +351,57 @@ if yaml is not None:
         if hpa["spec"]["scaleTargetRef"]["name"] != "sluice-worker":
             return "the workers' HPA must target sluice-worker"
         names = {m.get("pods", m.get("external", {})).get("metric", {}).get("name") for m in hpa["spec"]["metrics"]}
-        if names != {"sluice_jobs_running", "sluice_jobs_waiting"}:
+        if names != {"sluice_jobs_running", "sluice_queue_jobs_waiting"}:
             return f"the workers' HPA must scale on busy slots and the queue: {sorted(n for n in names if n)}"
+        return None
+
+    def source_default(header, field):
+        m = re.search(rf"\b{field} = \"?(\w+)\"?;", (root / "src" / header).read_text())
+        if not m:
+            raise ValueError(f"no default for {field} in src/{header}")
+        return m.group(1)
+
+    def worker_slots_match_hpa():
+        # A worker pod runs processes x worker-max-jobs jobs at once (each process its own
+        # worker-max-jobs; the pod's /metrics sums sluice_jobs_running over them). The HPA's targets
+        # are figures per pod, so they must be derived from that product, not from one process's.
+        qdir = kdir / "queue"
+        found = [d for f in sorted(qdir.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+        w = next(d for d in found if d["kind"] == "Deployment" and d["metadata"]["name"] == "sluice-worker")
+        spec = w["spec"]["template"]["spec"]
+        args = spec["containers"][0]["args"]
+        mounted = {v.get("configMap", {}).get("name") for v in spec.get("volumes", [])}
+        conf = config() if docs["ConfigMap"]["metadata"]["name"] in mounted else {}
+
+        def option(name, default):
+            for a in args:
+                if a.startswith(f"--{name}="):
+                    return a.split("=", 1)[1]
+            return str(conf.get(name, default))
+
+        processes = option("processes", source_default("app/serve_options.hpp", "processes"))
+        if not processes.isdigit():
+            return f"the workers' processes must be a number for their slots to be known, not {processes!r}"
+        per_process = option("worker-max-jobs", source_default("jobs/options.hpp", "worker_max_jobs"))
+        slots = int(processes) * int(per_process)
+        hpa = next(d for d in found if d["kind"] == "HorizontalPodAutoscaler")
+        targets = {}
+        for m in hpa["spec"]["metrics"]:
+            part = m.get("pods") or m.get("external") or {}
+            targets[part.get("metric", {}).get("name")] = float(part.get("target", {}).get("averageValue", "nan"))
+        running = targets.get("sluice_jobs_running")
+        waiting = targets.get("sluice_queue_jobs_waiting")
+        if running is None or not (0.5 * slots <= running < slots):
+            return (f"busy-slots target {running} is not between half and all of a pod's {slots} slots "
+                    f"({processes} processes x {per_process} worker-max-jobs)")
+        if waiting != slots:
+            return f"queue target {waiting} per worker pod != the pod's {slots} slots ({processes} x {per_process})"
         return None
 
     if (kdir / "queue").is_dir() and {"Deployment", "Service"} <= docs.keys():
         check("fronts and workers (queue/)", queue_overlay)
+    if (kdir / "queue").is_dir() and {"Deployment", "ConfigMap"} <= docs.keys():
+        check("worker slots per pod agree with the workers' HPA", worker_slots_match_hpa)
 
     if {"Deployment", "ConfigMap"} <= docs.keys():
         check("config keys and flags are registered options", options_exist)

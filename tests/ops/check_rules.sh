@@ -42,6 +42,8 @@ else
     'SluiceUpstreamCircuitOpen over time|s/(max_over_time(sluice_upstream_circuit_state\[2m\]))/(sluice_upstream_circuit_state)/'
     'SluiceUpstreamCircuitOpen for 5m|/alert: SluiceUpstreamCircuitOpen/,/for:/ s/for: 5m/for: 1m/'
     'SluiceEngineSaturated for 10m|/alert: SluiceEngineSaturated/,/for:/ s/for: 10m/for: 2m/'
+    'SluiceEngineSaturated only at exactly 1|s/(sluice_upstream_engine_saturated) > 0/(sluice_upstream_engine_saturated) == 1/'
+    'SluiceSharedLimitsDegraded only at exactly 1|s/(sluice_shared_limits_degraded) > 0/(sluice_shared_limits_degraded) == 1/'
   )
   for m in "${mutants[@]}"; do
     name=${m%%|*}

@@ -1,6 +1,8 @@
 #include "observability/metrics.hpp"
 
 #include "app/gateway.hpp"
+#include "app/pod.hpp"
+#include "observability/exposition.hpp"
 #include "jobs/metrics.hpp"
 
 #include <gtest/gtest.h>
@@ -29,9 +31,9 @@ namespace {
 
 // The gateway's whole exposition, as `sluice serve` registers it: upstreams by name (none: the
 // default one), max-streams 256, a 512 MiB memory budget.
-struct exposition {
+struct gateway_exposition {
   std::unique_ptr<app::gateway> gw;
-  explicit exposition(std::vector<std::string> upstreams = {}) {
+  explicit gateway_exposition(std::vector<std::string> upstreams = {}) {
     app::serve_options o;
     for (auto& n : upstreams) {
       routing::upstream_spec s;
@@ -180,7 +182,7 @@ const std::map<std::string, std::string> expected_families = {
 };
 
 TEST(metrics_registry, serializes_every_family_with_help_and_type) {
-  exposition e;
+  gateway_exposition e;
   const std::string text = e.reg().serialize();
   for (const auto& [name, type] : expected_families) {
     EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
@@ -200,8 +202,35 @@ TEST(metrics_registry, serializes_every_family_with_help_and_type) {
   EXPECT_EQ(metrics_registry::content_type, "text/plain; version=0.0.4; charset=utf-8");
 }
 
+// Every gauge a gateway can expose, in each mode that adds some (--redis, --queue redis,
+// admin-listen, the pod's series under --processes), has a merge rule of its own
+// (observability/exposition.cpp): without one the pod's merged /metrics would sum it, which is
+// wrong for anything that is not each process's share. And the table lists nothing the gateway
+// does not expose, so a renamed gauge cannot leave a stale row behind.
+TEST(metrics_registry, every_gauge_has_a_merge_rule_for_the_pods_view) {
+  app::serve_options o;
+  o.redis.url = "redis://127.0.0.1:9";
+  o.jobs.queue = jobs::queue_backend::redis;
+  o.http.admin_listen = "127.0.0.1:0";
+  o.http.threads = 1;
+  app::gateway gw(o, "");
+  std::set<std::string> gauges;
+  for (const auto& f : gw.metrics().collect())
+    if (f.type == prometheus::MetricType::Gauge) gauges.insert(f.name);
+  auto pod = std::make_unique<app::pod_state>();
+  for (const auto& f : app::pod_metrics(*pod).Collect())
+    if (f.type == prometheus::MetricType::Gauge) gauges.insert(f.name);
+  for (const auto& name : {"sluice_shared_limits_degraded", "sluice_queue_jobs_waiting", "sluice_admin_connections_active",
+                           "sluice_pod_streams_in_use", "sluice_redis_connected"})
+    EXPECT_TRUE(gauges.contains(name)) << name << ": the modes above should expose it";
+  for (const auto& name : gauges)
+    EXPECT_TRUE(listed_gauge_rule(name).has_value()) << name << " has no merge rule in observability/exposition.cpp";
+  for (const auto& g : gauge_rules())
+    EXPECT_TRUE(gauges.contains(std::string(g.family))) << g.family << " is listed but no gateway exposes it";
+}
+
 TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
-  exposition e({"openai", "local-vllm"});
+  gateway_exposition e({"openai", "local-vllm"});
   auto& reg = e.reg();
   // Touch a few series so the test also covers values written at run time.
   e.req().requests_total(route::responses, outcome::timeout).Increment();
@@ -262,7 +291,7 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
 }
 
 TEST(metrics_registry, updates_show_up_in_the_exposition) {
-  exposition e({"a", "b"});
+  gateway_exposition e({"a", "b"});
   auto& reg = e.reg();
   e.req().requests_total(route::chat_completions, outcome::ok).Increment(3);
   e.req().rejected(reject_reason::queue_full);
@@ -331,7 +360,7 @@ TEST(gateway_metrics, rejects_bad_upstream_lists_and_indices) {
     dup.routing.upstreams.push_back(s);
   }
   EXPECT_THROW(app::gateway(dup, ""), std::invalid_argument);
-  exposition none;
+  gateway_exposition none;
   EXPECT_NO_THROW(none.upstreams().responded(0, 200));
   EXPECT_NO_THROW(none.upstreams().responded(1, 200));
   const auto s = parse_samples(none.reg().serialize());
@@ -357,7 +386,7 @@ TEST(gateway_metrics, enum_names_are_the_label_values) {
 }
 
 TEST(gateway_metrics, hot_path_updates_from_many_threads_are_exact) {
-  exposition e;
+  gateway_exposition e;
   auto& reg = e.reg();
   auto& g = e.req();
   auto& st = e.streams();
@@ -423,7 +452,7 @@ struct impostor final : prometheus::Collectable {
 
 TEST(metrics_registry, a_reused_family_name_is_dropped_not_duplicated) {
   // The gateway's components register first; a later collectable reusing one of their names loses.
-  exposition e;
+  gateway_exposition e;
   auto& reg = e.reg();
   auto bad = std::make_shared<impostor>();
   reg.add_collectable(bad);
@@ -456,7 +485,7 @@ TEST(metrics_registry, callback_metrics_are_read_at_scrape_time) {
 }
 
 TEST(metrics_registry, callback_metric_names_are_checked) {
-  exposition e;  // the components' names are taken
+  gateway_exposition e;  // the components' names are taken
   auto& reg = e.reg();
   auto one = [] { return 1.0; };
   EXPECT_FALSE(reg.add_callback_gauge("bad name", "h", one));
@@ -474,7 +503,7 @@ TEST(metrics_registry, callback_metric_names_are_checked) {
 TEST(metrics_registry, passes_promtool_check_metrics) {
   const char* promtool = "/usr/bin/promtool";
   if (::access(promtool, X_OK) != 0) GTEST_SKIP() << "promtool not installed";
-  exposition e({"openai", "vllm"});
+  gateway_exposition e({"openai", "vllm"});
   auto& reg = e.reg();
   e.req().requests_total(route::chat_completions, outcome::ok).Increment();
   e.gw->admission_stats().queue_wait_seconds().observe(0.01);

@@ -3,6 +3,12 @@
 // and an ended process's sums stay in the totals while its gauges go.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
 #include "observability/exposition.hpp"
 #include "observability/metrics.hpp"
 
@@ -122,6 +128,52 @@ TEST(Exposition, RulesNameTheGaugesThatAreNotSums) {
   EXPECT_EQ(rule_of("sluice_config_reloads_total", "counter"), merge_rule::max);
   EXPECT_EQ(rule_of("process_start_time_seconds", "gauge"), merge_rule::min);
   EXPECT_EQ(rule_of("sluice_requests_total", "counter"), merge_rule::sum);
+  EXPECT_EQ(rule_of("sluice_shared_limits_degraded", "gauge"), merge_rule::max);
+  EXPECT_EQ(rule_of("sluice_queue_jobs_waiting", "gauge"), merge_rule::max);
+  EXPECT_EQ(listed_gauge_rule("sluice_no_such_gauge"), std::nullopt) << "an unlisted gauge is visible as such";
+}
+
+// One process's exposition of a single unlabeled gauge.
+exposition one_gauge(std::string_view name, double v) {
+  auto e = parse_exposition("# TYPE " + std::string(name) + " gauge\n" + std::string(name) + " " + std::to_string(v) + "\n");
+  EXPECT_TRUE(e.has_value());
+  return e ? *e : exposition{};
+}
+
+double merged(std::string_view name, const std::vector<double>& per_process) {
+  std::vector<exposition> parts;
+  for (double v : per_process) parts.push_back(one_gauge(name, v));
+  return value_of(merge_expositions(parts), std::string(name));
+}
+
+// Every listed gauge, merged over 1, 2 and 3 processes, reads what its rule says it measures.
+TEST(Exposition, EveryListedGaugeMergesByItsRuleAtOneTwoAndThreeProcesses) {
+  ASSERT_FALSE(gauge_rules().empty());
+  for (const auto& g : gauge_rules()) {
+    for (const std::vector<double>& v : {std::vector<double>{5}, {5, 2}, {5, 2, 7}}) {
+      double want = v[0];
+      for (double x : std::span(v).subspan(1))
+        want = g.rule == merge_rule::sum ? want + x : g.rule == merge_rule::max ? std::max(want, x) : std::min(want, x);
+      EXPECT_EQ(merged(g.family, v), want) << g.family << " over " << v.size() << " processes";
+    }
+  }
+}
+
+// The figures an operator alerts and scales on: a fleet-wide state or reading is not multiplied by
+// the process count, a per-process share adds up.
+TEST(Exposition, AFleetGaugeIsNotMultipliedByTheProcessCount) {
+  for (std::size_t n = 1; n <= 3; ++n) {
+    const std::vector<double> degraded(n, 1.0), queue(n, 8.0), slots(n, 64.0), running(n, 10.0);
+    EXPECT_EQ(merged("sluice_shared_limits_degraded", degraded), 1) << n << " processes, Redis down";
+    EXPECT_EQ(merged("sluice_shared_limits_degraded", std::vector<double>(n, 0.0)), 0) << n << " processes";
+    EXPECT_EQ(merged("sluice_queue_jobs_waiting", queue), 8) << n << " processes read the fleet's 8 queued jobs";
+    EXPECT_EQ(merged("sluice_jobs_worker_slots", slots), 64.0 * static_cast<double>(n)) << "the pod's slots";
+    EXPECT_EQ(merged("sluice_jobs_running", running), 10.0 * static_cast<double>(n));
+    EXPECT_EQ(merged("sluice_max_streams", std::vector<double>(n, 256.0)), 256) << "a limit that holds for the pod";
+  }
+  EXPECT_EQ(merged("sluice_shared_limits_degraded", {0, 1, 0}), 1) << "degraded in any process: the pod is";
+  EXPECT_EQ(merged("sluice_upstream_engine_saturated", {0, 0, 1}), 1);
+  EXPECT_EQ(merged("sluice_upstream_healthy", {1, 0, 1}), 0);
 }
 
 }  // namespace
