@@ -61,3 +61,16 @@ TEST(JobOptions, UnknownQueuesRolesAndIntervalsAreRefusedByName) {
   ASSERT_TRUE(load(e, "queue: redis\nqueue-command-timeout: 250ms\n").has_value());
   EXPECT_EQ(e.command_timeout, std::chrono::milliseconds(250));
 }
+
+TEST(JobOptions, WorkerLossTimeoutIsItsOwnSettingOfAFewSeconds) {
+  jobs::options o;
+  ASSERT_TRUE(load(o, "{}").has_value());
+  EXPECT_EQ(o.worker_loss_timeout, std::chrono::seconds(3));
+  jobs::options set;
+  ASSERT_TRUE(load(set, "queue: redis\nworker-loss-timeout: 2s\n").has_value());
+  EXPECT_EQ(set.worker_loss_timeout, std::chrono::seconds(2));
+  jobs::options tiny;
+  auto r = load(tiny, "queue: redis\nworker-loss-timeout: 100ms\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("worker-loss-timeout"), std::string::npos) << r.err().message;
+}
