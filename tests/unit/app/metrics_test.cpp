@@ -125,6 +125,8 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_memory_budget_bytes", "gauge"},
     {"sluice_memory_used_bytes", "gauge"},
     {"sluice_connections_active", "gauge"},
+    {"sluice_accept_share_pauses_total", "counter"},
+    {"sluice_accept_share_overrides_total", "counter"},
     {"sluice_write_stalls_total", "counter"},
     {"sluice_requests_total", "counter"},
     {"sluice_request_duration_seconds", "histogram"},
