@@ -157,6 +157,11 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
                                                             pod_.pod->workers[pod_.row].generation.load());
     keys_.reset();
   }
+  if (pod_) {
+    // Spread the pod's connections: a worker over its share stops accepting (ADR 0013).
+    server_shared_.pod_connections = &pod_.pod->workers[pod_.row].connections;
+    server_shared_.over_share = [pod = pod_, slack = opts_.http.accept_share_slack] { return pod.over_share(slack); };
+  }
   request_metrics_ = std::make_shared<proxy::request_metrics>(&server_shared_);
   stream_metrics_ = std::make_shared<proxy::stream_metrics>();
   upstream_metrics_ = std::make_shared<proxy::upstream_metrics>(*router_);

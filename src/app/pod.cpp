@@ -61,6 +61,21 @@ bool pod_link::all_published(std::uint64_t scrape) const {
   return true;
 }
 
+bool pod_link::over_share(std::uint64_t slack) const noexcept {
+  // Only the generation this worker belongs to: an older one's long streams are finishing (it
+  // accepts nothing), a newer one's workers are filling up.
+  const std::uint32_t gen = pod->workers[row].generation.load(std::memory_order_relaxed);
+  const std::uint64_t mine = pod->workers[row].connections.load(std::memory_order_relaxed);
+  std::uint64_t total = 0, peers = 0;
+  for (const auto& w : pod->workers) {
+    if (w.pid.load(std::memory_order_relaxed) == 0 || w.generation.load(std::memory_order_relaxed) != gen) continue;
+    total += w.connections.load(std::memory_order_relaxed);
+    ++peers;
+  }
+  // mine > total / peers + slack, without the division.
+  return peers > 1 && mine * peers > total + slack * peers;
+}
+
 std::string pod_link::pod_exposition(const std::string& own) const {
   std::vector<obs::exposition> parts;
   add_parsed(parts, own);

@@ -37,6 +37,8 @@ struct pod_worker {
   std::atomic<std::uint32_t> generation{0};
   std::atomic<std::uint64_t> rss_bytes{0};  // the worker's latest sample of its own RSS
   std::atomic<std::uint64_t> published{0};  // the scrape request its exposition answers (pod_state::scrapes)
+  // Its open client connections (http::server_shared::pod_connections), for the others' share.
+  std::atomic<std::uint64_t> connections{0};
 };
 
 // One process's latest /metrics exposition in the shared segment, for the other workers' /metrics
@@ -123,6 +125,10 @@ struct pod_link {
   std::uint64_t ask_fresh() const { return pod->scrapes.fetch_add(1) + 1; }
   // Whether every other live worker has answered `scrape`.
   bool all_published(std::uint64_t scrape) const;
+  // Whether this worker holds more than its share of its generation's client connections: more
+  // than their average plus `slack` (accept-share-slack). Its accept loops then leave new
+  // connections to the others (ADR 0013). Reads every row: tens of loads, once per accept.
+  bool over_share(std::uint64_t slack) const noexcept;
 };
 
 // The supervisor, when the worker of `row` has ended: what it held goes back to the pod — its

@@ -174,6 +174,7 @@ bool supervisor::spawn(generation& g, std::size_t position) {
   // The row says its generation before the worker starts: the worker reads it at once (the pod's
   // shared tables tell a reload's generation by it).
   pod_->workers[row].rss_bytes.store(0);
+  pod_->workers[row].connections.store(0);  // (a killed worker's count stays in its row)
   pod_->workers[row].generation.store(g.number);
   std::fflush(nullptr);  // nothing buffered is written twice
   const pid_t pid = ::fork();

@@ -1,6 +1,7 @@
 #include "http/server.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,18 @@ namespace {
 // cause lasts (a connection waits in the backlog), so retrying at once would spin a core.
 constexpr auto accept_backoff = std::chrono::milliseconds(50);
 constexpr auto accept_warning_interval = std::chrono::seconds(1);
+// A worker over its share of the pod's connections looks again this often whether it still is.
+constexpr auto share_check = std::chrono::milliseconds(5);
+// ... and takes a connection anyway once the listener has had one waiting at this many checks in a
+// row: the other workers are not taking it (stalled, or busy), and a waiting client is worse than
+// an uneven spread.
+constexpr unsigned share_patience = 4;
+
+// Whether a connection waits in the listening socket's queue (its own or the pod's).
+bool connection_waiting(int listener) {
+  pollfd p{listener, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
 
 bool out_of_descriptors(const error_code& ec) {
   if (ec.category() != boost::system::system_category()) return false;
@@ -129,6 +142,7 @@ void server::close_all() {
 
 task<void> server::accept_loop() {
   while (acceptor_.is_open()) {
+    if (shared_.over_share && !co_await wait_for_share()) break;
     error_code ec;
     tcp::socket socket = co_await acceptor_.async_accept(ec_out(ec));
     if (ec) {
@@ -147,6 +161,25 @@ task<void> server::accept_loop() {
     tasks_.spawn(ctx_.get_executor(), session(std::make_unique<connection>(std::move(socket), opts_), connection_slot(shared_)),
                  "session");
   }
+}
+
+task<bool> server::wait_for_share() {
+  bool paused = false;
+  unsigned waiting_seen = 0;
+  while (acceptor_.is_open() && shared_.over_share()) {
+    if (!paused) shared_.share_pauses.fetch_add(1, std::memory_order_relaxed);
+    paused = true;
+    waiting_seen = connection_waiting(acceptor_.native_handle()) ? waiting_seen + 1 : 0;
+    if (waiting_seen >= share_patience) {
+      shared_.share_overrides.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    net::steady_timer t(ctx_);
+    t.expires_after(share_check);
+    error_code ec;
+    co_await t.async_wait(ec_out(ec));
+  }
+  co_return acceptor_.is_open();
 }
 
 void server::note_accept_failure(const error_code& ec) {
@@ -181,6 +214,7 @@ bool server::take_slot() noexcept {
     shared_.refused_connections.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  if (shared_.pod_connections) shared_.pod_connections->fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -197,7 +231,7 @@ void server::serve_handed(int fd, std::string already_read) {
     socket.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
     if (ec) {
       ::close(fd);
-      shared_.open_connections.fetch_sub(1, std::memory_order_relaxed);
+      connection_slot::give_back(shared_);
       return;
     }
     tasks_.spawn(ctx_.get_executor(),

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -40,6 +41,16 @@ struct server_shared {
   // that warning was logged (steady clock, ns): at most one warning a second for all threads.
   std::atomic<std::uint64_t> accept_failures{0};
   std::atomic<std::int64_t> accept_warned_at_ns{0};
+  // --processes N (ADR 0013): where the pod's other workers read this process's open connections
+  // (its row in the shared segment, kept with open_connections), and whether this process holds
+  // more than its share of its generation's connections: while it does, its accept loops leave new
+  // connections to the others. Unset (one process): every loop accepts.
+  std::atomic<std::uint64_t>* pod_connections = nullptr;
+  std::function<bool()> over_share;
+  // Times an accept loop stopped accepting because this process held more than its share, and
+  // connections it took anyway because they waited in the queue with no other worker taking them.
+  std::atomic<std::uint64_t> share_pauses{0};
+  std::atomic<std::uint64_t> share_overrides{0};
 };
 
 class server {
@@ -82,7 +93,11 @@ class server {
     connection_slot(connection_slot&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
     connection_slot& operator=(connection_slot&&) = delete;
     ~connection_slot() {
-      if (s_) s_->open_connections.fetch_sub(1, std::memory_order_relaxed);
+      if (s_) give_back(*s_);
+    }
+    static void give_back(server_shared& s) noexcept {
+      s.open_connections.fetch_sub(1, std::memory_order_relaxed);
+      if (s.pod_connections) s.pod_connections->fetch_sub(1, std::memory_order_relaxed);
     }
 
    private:
@@ -90,6 +105,9 @@ class server {
   };
 
   task<void> accept_loop();
+  // Waits while this process holds more than its share of the pod's connections (server_shared::
+  // over_share); false when the acceptor closed meanwhile.
+  task<bool> wait_for_share();
   task<void> session(std::unique_ptr<connection> conn, connection_slot slot);
   // Takes a place under the connection cap; false (counted as refused) when it is reached.
   bool take_slot() noexcept;

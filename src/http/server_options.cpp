@@ -30,7 +30,11 @@ void server_options::register_options(config::option_table& t) {
            max_connections)
       .add("admin-listen", "a second address, HOST:PORT, serving only /healthz, /readyz and /metrics, outside max-connections",
            admin_listen)
-      .add("admin-max-connections", "open connections at most on admin-listen", admin_max_connections);
+      .add("admin-max-connections", "open connections at most on admin-listen", admin_max_connections)
+      .add("accept-share-slack",
+           "--processes N: connections a worker may hold above the average of its generation's workers before it "
+           "stops accepting and leaves new ones to the others",
+           accept_share_slack);
 }
 
 std::uint64_t effective_max_connections(std::uint64_t configured, std::uint64_t fd_soft_limit) noexcept {

@@ -23,6 +23,9 @@ metrics::metrics(const memory_store& store) {
   claimed_ = &counter("sluice_jobs_claimed_total",
                       "Jobs this worker claimed from a worker that died before starting them (--queue redis).");
   lost_ = &counter("sluice_jobs_lost_total", "Running jobs found abandoned by their worker and failed as worker_lost (--queue redis).");
+  auto& beats = counter_family("sluice_jobs_heartbeats_total",
+                               "Lease renewals of this process's running jobs, every third of worker-loss-timeout, by outcome (--queue redis).");
+  heartbeats_ = {&beats.Add({{"outcome", "ok"}}), &beats.Add({{"outcome", "failed"}})};
   orphaned_ = &counter("sluice_jobs_orphaned_total",
                        "Foreground jobs this worker stopped because no front read them for orphan-timeout (--queue redis).");
   auto& fg = counter_family("sluice_foreground_jobs_total",

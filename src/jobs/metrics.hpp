@@ -17,6 +17,8 @@
 //                                        reading in every process: a pod's view takes it once)
 //   sluice_jobs_claimed_total           jobs this worker claimed from a worker that died before starting them
 //   sluice_jobs_lost_total              running jobs this process found abandoned (worker_lost)
+//   sluice_jobs_heartbeats_total{outcome} lease renewals of this process's running jobs (every third
+//                                        of worker-loss-timeout): ok, failed (Redis did not answer)
 //   sluice_jobs_orphaned_total          foreground jobs stopped: no front read them for orphan-timeout
 //   sluice_foreground_jobs_total{result} client requests a front relayed through the queue:
 //                                        completed, failed, cancelled (the client left), queue_full,
@@ -57,6 +59,7 @@ class metrics final : public obs::component_metrics {
   void redis_error(redis_op op) noexcept { redis_errors_[static_cast<std::size_t>(op)]->Increment(); }
   void claimed(std::size_t n) noexcept { claimed_->Increment(static_cast<double>(n)); }
   void lost(std::size_t n) noexcept { lost_->Increment(static_cast<double>(n)); }
+  void heartbeat(bool ok) noexcept { heartbeats_[ok ? 0 : 1]->Increment(); }
   void orphaned() noexcept { orphaned_->Increment(); }
   enum class foreground_outcome : std::uint8_t { completed, failed, cancelled, queue_full, queue_timeout, unavailable, lost, store_full };
   static constexpr std::size_t foreground_outcome_count = 8;
@@ -86,6 +89,7 @@ class metrics final : public obs::component_metrics {
   prometheus::Counter* store_full_ = nullptr;
   prometheus::Counter* claimed_ = nullptr;
   prometheus::Counter* lost_ = nullptr;
+  std::array<prometheus::Counter*, 2> heartbeats_{};  // ok, failed
   prometheus::Counter* orphaned_ = nullptr;
   std::array<prometheus::Counter*, foreground_outcome_count> foreground_{};
   std::array<prometheus::Counter*, 5> redis_errors_{};

@@ -38,6 +38,9 @@ void options::register_options(config::option_table& table) {
       .add_duration("queue-command-timeout",
                     "--queue redis: deadline of one queue command (redis-command-timeout is admission's, shorter)",
                     command_timeout)
+      .add_duration("worker-loss-timeout",
+                    "--queue redis: a running job whose process has not renewed its lease for this long is failed worker_lost",
+                    worker_loss_timeout)
       .add("worker-max-jobs", "background jobs this process runs at once (one upstream stream each)", worker_max_jobs)
       .add("jobs-max-waiting", "background jobs that may wait for a worker slot before new ones are refused",
            jobs_max_waiting)
@@ -75,6 +78,8 @@ result<void> options::validate() const {
     return error::make(errc::bad_request, "queue-poll-interval must be between 1ms and 1s");
   if (command_timeout < std::chrono::milliseconds(1) || command_timeout > std::chrono::seconds(60))
     return error::make(errc::bad_request, "queue-command-timeout must be between 1ms and 60s");
+  if (worker_loss_timeout < std::chrono::milliseconds(300) || worker_loss_timeout > std::chrono::minutes(10))
+    return error::make(errc::bad_request, "worker-loss-timeout must be between 300ms and 10m");
   if (worker_max_jobs == 0) return error::make(errc::bad_request, "worker-max-jobs must be at least 1");
   if (response_max_bytes < 1024) return error::make(errc::bad_request, "response-max-bytes must be at least 1KiB");
   if (response_retention <= duration::zero()) return error::make(errc::bad_request, "response-retention must be positive");

@@ -35,6 +35,12 @@ struct options {
   // thousands of commands on one connection, and a queue command that times out costs more (a job
   // left for a claim after a lease, a retried append) than one that waits.
   duration command_timeout = std::chrono::seconds(1);
+  // --queue redis: how long a process running jobs (or relaying recorded streams) may go unheard
+  // before its running jobs are failed `worker_lost`. Its job leases are this long and renewed
+  // every third of it; a reaper looks as often. Apart from redis-lease (30 s: shared limits'
+  // slots, and the idle time before a job taken but never started is claimed), so that a killed
+  // worker's clients hear of it within seconds without shortening the limits' leases.
+  duration worker_loss_timeout = std::chrono::seconds(3);
   // Jobs this process runs at once (each is one upstream stream); a job is taken only into a free slot.
   std::uint64_t worker_max_jobs = 64;
   // Background jobs that may wait for a slot; past it, a new background request is refused at once

@@ -377,7 +377,7 @@ task<std::optional<stored_response>> redis_queue::load(redis::connection& c, std
 task<bool> redis_queue::start(redis::connection& c, const queued_job& j, const std::string& object) {
   // The lease first: a worker that dies after taking the job is then found by the reaper.
   std::vector<std::string> lkeys{running_key()};
-  std::vector<std::string> largs{ms(lease_), "NX", j.id};
+  std::vector<std::string> largs{ms(job_lease()), "NX", j.id};
   auto held = co_await run(c, renew_leases, std::move(lkeys), std::move(largs));
   bool started = false;
   if (held.ok() && held.value.as_integer().value_or(0) == 1) {
@@ -432,7 +432,7 @@ task<bool> redis_queue::append(redis::connection& c, std::string_view id, const 
 
 task<bool> redis_queue::open(redis::connection& c, const new_response& r) {
   std::vector<std::string> lkeys{running_key()};
-  std::vector<std::string> largs{ms(lease_), "NX", r.id};
+  std::vector<std::string> largs{ms(job_lease()), "NX", r.id};
   auto held = co_await run(c, renew_leases, std::move(lkeys), std::move(largs));
   if (!held.ok() || held.value.as_integer().value_or(0) != 1) co_return false;  // someone else's, or Redis away
   // Charged like a job: refused past redis-response-bytes (the stream stays resumable here only).
@@ -468,9 +468,8 @@ task<void> redis_queue::release(redis::connection& c, std::string_view id) {
 }
 
 task<bool> redis_queue::renew(redis::connection& c, const std::vector<std::string>& ids) {
-  if (ids.empty()) co_return true;
   std::vector<std::string> args;
-  args.push_back(ms(lease_));
+  args.push_back(ms(job_lease()));
   args.push_back("XX");
   args.insert(args.end(), ids.begin(), ids.end());
   std::vector<std::string> keys{running_key()};
@@ -504,7 +503,7 @@ task<std::size_t> redis_queue::reap_lost(redis::connection& c, std::size_t limit
     }
     const std::int64_t last = to_int(f[2].str, -1);
     constexpr std::string_view code = "worker_lost";
-    constexpr std::string_view message = "The worker running this response stopped (its lease ended); retry the request.";
+    constexpr std::string_view message = "The worker running this response stopped (unheard for worker-loss-timeout); retry the request.";
     std::vector<std::string> lkeys{response_key(id), events_key(id)};
     std::vector<std::string> largs{f[1].str, std::to_string(last), error_event_text(last + 1, code, message),
                                    failed_object(f[3].str, code, message), retention};

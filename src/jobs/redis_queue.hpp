@@ -3,7 +3,8 @@
 //
 //   P{jobs}                   stream of queued background jobs (field `id`), consumer group `workers`
 //   P{jobs}:fg                stream of queued foreground jobs (a client waits on each: read first)
-//   P{jobs}:running           zset: response id -> when its worker's lease ends (ms, Redis's clock)
+//   P{jobs}:running           zset: response id -> when its worker's lease ends (ms, Redis's clock;
+//                             worker-loss-timeout after the last renewal: the worker's heartbeat)
 //   P{worker:W}:cancels       set: ids of worker W's running jobs that a client cancelled
 //   P{jobs}:held              zset: id -> until when its bytes count (ms): the fleet's byte ledger
 //   P{jobs}:held:bytes        hash: id -> the bytes charged to it (redis-response-bytes bounds the
@@ -76,7 +77,8 @@ class redis_queue {
   static constexpr std::chrono::milliseconds foreground_retention{60000};
 
   // `prefix`: redis-key-prefix; `worker`: this process's consumer name (unique per start);
-  // `foreground_max_waiting`: queue-depth, the bound of the foreground stream.
+  // `lease`: redis-lease, how long a job taken but never started stays its taker's before a claim
+  // (a running job's lease is opts.worker_loss_timeout); `foreground_max_waiting`: queue-depth.
   redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease,
               std::uint64_t foreground_max_waiting);
 
@@ -86,6 +88,10 @@ class redis_queue {
 
   const std::string& worker() const noexcept { return worker_; }
   long long lease_ms() const noexcept { return lease_.count(); }
+  // A running job's lease (worker-loss-timeout): renewed every third of it by its process.
+  std::chrono::milliseconds job_lease() const noexcept {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(opts_.worker_loss_timeout);
+  }
   const options& settings() const noexcept { return opts_; }
   std::string response_key(std::string_view id) const;
   std::string events_key(std::string_view id) const;
@@ -162,7 +168,8 @@ class redis_queue {
   task<void> note_upstream_id(redis::connection& c, std::string_view id, std::string_view upstream_id);
   // The job ended here: its lease is released.
   task<void> release(redis::connection& c, std::string_view id);
-  // Renews this worker's leases of `ids` (one command).
+  // Renews this worker's leases of `ids` (one command, sent even when `ids` is empty: true says
+  // that Redis answered).
   task<bool> renew(redis::connection& c, const std::vector<std::string>& ids);
   // Ids of this worker's running jobs that clients cancelled since the last call.
   task<std::vector<std::string>> cancelled(redis::connection& c);

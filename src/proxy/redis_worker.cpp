@@ -283,7 +283,10 @@ task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
         obs::log_warn("job events cannot reach redis: retrying", {{"request_id", rec->id()}});
       }
       if (now - *failing_since >= std::chrono::milliseconds(queue_.lease_ms())) {
-        // Past a lease the reaper fails it (worker_lost) for its followers; stop spending on it.
+        // Past redis-lease, not worker-loss-timeout: when Redis itself was away every process's
+        // leases lapsed together and the reapers wait (jobs::reap_gate), so the job may live on;
+        // when only this process lost Redis, others failed it worker_lost long ago. Either way,
+        // stop spending on it now.
         obs::log_warn("job events could not reach redis for a lease: stopping the job", {{"request_id", rec->id()}});
         rec->cancel(response_object_with(object, jobs::status::cancelled));
         co_return;
@@ -318,32 +321,44 @@ void redis_worker::stop_job(const std::string& id) {
 }
 
 task<void> redis_worker::upkeep_loop() {
-  auto next_lease_round = runtime::steady::now();
+  jobs::reap_gate gate(queue_.settings().worker_loss_timeout);
+  auto next_beat = runtime::steady::now();
   for (;;) {
     auto cs = co_await net::this_coro::cancellation_state;
     if (cancelled_now(cs)) co_return;
     if (auto* c = redis_.current(); c && c->connected()) {
       for (const auto& id : co_await queue_.cancelled(*c)) stop_job(id);
-      const auto now = runtime::steady::now();
-      if (now >= next_lease_round) {
-        next_lease_round = now + std::chrono::milliseconds(queue_.lease_ms() / 3);
-        std::vector<std::string> ids;
-        {
-          std::lock_guard l(mu_);
-          for (const auto& [id, rec] : running_) ids.push_back(id);
-        }
-        co_await queue_.renew(*c, ids);
-        const auto lost = co_await queue_.reap_lost(*c, reap_batch, [](const std::string& object, std::string_view code,
-                                                                      std::string_view message) {
-          return response_object_with(object, jobs::status::failed, code, message);
-        });
-        if (lost > 0) {
-          metrics_.lost(lost);
-          obs::log_warn("failed jobs whose worker stopped (worker_lost)", {{"jobs", lost}, {"worker", queue_.worker()}});
-        }
+      // (On reconnecting, next_beat has long passed: the leases are renewed at once.)
+      if (runtime::steady::now() >= next_beat) {
+        next_beat = runtime::steady::now() + queue_.job_lease() / 3;
+        co_await heartbeat(*c, gate);
       }
+    } else {
+      gate.heard(false, runtime::steady::now());
     }
     co_await sleep_for(cancel_poll);
+  }
+}
+
+task<void> redis_worker::heartbeat(redis::connection& c, jobs::reap_gate& gate) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard l(mu_);
+    for (const auto& [id, rec] : running_) ids.push_back(id);
+  }
+  // One round trip even with nothing running: the gate needs to know Redis answered.
+  const bool renewed = co_await queue_.renew(c, ids);
+  metrics_.heartbeat(renewed);
+  const auto now = runtime::steady::now();
+  gate.heard(renewed, now);
+  if (!gate.open(now)) co_return;  // lapsed leases may be an outage's, not dead processes'
+  const auto lost = co_await queue_.reap_lost(c, reap_batch, [](const std::string& object, std::string_view code,
+                                                               std::string_view message) {
+    return response_object_with(object, jobs::status::failed, code, message);
+  });
+  if (lost > 0) {
+    metrics_.lost(lost);
+    obs::log_warn("failed jobs whose worker stopped (worker_lost)", {{"jobs", lost}, {"worker", queue_.worker()}});
   }
 }
 

@@ -4,9 +4,9 @@
 // Each job runs on one pool thread, through that thread's pipeline (pipeline::run_job: the same
 // attempt loop and relay as a client's request) into a local record, and a mirror on the same
 // thread copies the record's events and object into Redis as they come; a client's own recorded
-// Responses stream is mirrored the same way (on fronts too). An upkeep loop renews the leases of
-// what this process writes, stops the jobs clients cancelled (within 50 ms), and fails the jobs of
-// processes whose lease ended (worker_lost).
+// Responses stream is mirrored the same way (on fronts too). An upkeep loop stops the jobs clients
+// cancelled (within 50 ms) and, every third of worker-loss-timeout, renews the leases of what this
+// process writes (its heartbeat) and fails the jobs of processes whose leases lapsed (worker_lost).
 //
 // Threading: the loops run on thread 0; a job and its mirror on the thread it was given; the table
 // of running jobs takes one short mutex. Lifetime: outlives the tasks it spawned (the gateway
@@ -23,6 +23,7 @@
 
 #include "jobs/credential_seal.hpp"
 #include "jobs/metrics.hpp"
+#include "jobs/reap_gate.hpp"
 #include "jobs/redis_notifier.hpp"
 #include "jobs/redis_queue.hpp"
 #include "jobs/wakeup.hpp"
@@ -63,6 +64,8 @@ class redis_worker {
  private:
   task<void> pull_loop(runtime::task_group& group);
   task<void> upkeep_loop();
+  // Renews this process's job leases, then (when `gate` allows) fails others' lapsed ones.
+  task<void> heartbeat(redis::connection& c, jobs::reap_gate& gate);
   task<void> sample_loop();
   task<void> run_one(jobs::queued_job job, std::size_t thread);
   task<void> run_recorded(std::shared_ptr<jobs::response_record> rec);

@@ -10,6 +10,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -164,7 +165,7 @@ TEST_F(QueueForeground, QueueDepthAndQueueTimeoutHoldForTheFleetsQueue) {
 
 TEST_F(QueueForeground, AWorkerKilledMidStreamEndsTheClientsStreamWithWorkerLost) {
   auto a = bare_front();
-  auto w1 = worker({"--redis-lease", "1s"});
+  auto w1 = worker({"--worker-loss-timeout", "1s"});
   std::string got;
   std::thread client([&] {
     got = test::call(a->port, verb::post, "/v1/chat/completions", test::chat_body(true),
@@ -174,13 +175,46 @@ TEST_F(QueueForeground, AWorkerKilledMidStreamEndsTheClientsStreamWithWorkerLost
   ASSERT_LT(test::wait_until([&] { return sim->snapshot().active_streams == 1; }, 10s), 10s);
   std::this_thread::sleep_for(100ms);  // some of the stream relayed
   ::kill(w1->p.pid(), SIGKILL);
-  auto w2 = worker({"--redis-lease", "1s"});  // its upkeep reaps the dead worker's lease
+  auto w2 = worker();  // it or the front reaps the dead worker's lease
   client.join();
   EXPECT_NE(got.find("\"delta\""), std::string::npos) << "the stream had begun";
   EXPECT_NE(got.find("\"code\":\"worker_lost\""), std::string::npos) << got;
   EXPECT_EQ(got.find("[DONE]"), std::string::npos) << "a broken stream never ends with [DONE]";
   EXPECT_EQ(a->metric("sluice_foreground_jobs_total{result=\"lost\"}"), 1);
   EXPECT_TRUE(a->logged("foreground job's worker lost"));
+  EXPECT_EQ(sim->snapshot().completion_requests, 1u) << "a started job is not run again";
+}
+
+TEST_F(QueueForeground, AKilledWorkersClientHearsWorkerLostWithinTheLossTimeoutNotTheLease) {
+  // worker-loss-timeout 2 s; redis-lease keeps its 30 s (shared limits' slots, claims). The front
+  // is the only other process: its own heartbeat rounds reap the dead worker's job.
+  auto a = bare_front({"--worker-loss-timeout", "2s"});
+  auto w = worker({"--worker-loss-timeout", "2s"});
+  // 2000 tokens 20 ms apart: 40 s of stream, longer than redis-lease.
+  test::open_stream s(a->port, test::chat_body(true), "x-sim-tokens: 2000\r\nx-sim-token-delay: 20ms\r\n",
+                      "/v1/chat/completions");
+  s.read_events(5);  // the stream has begun, relayed from the worker through Redis
+  ASSERT_NE(s.got.find("\"delta\""), std::string::npos) << s.got;
+  // The front has reached Redis at every heartbeat (every 2/3 s) for a whole timeout: its reap gate
+  // is open, so what lapses now is a death, not an outage (jobs::reap_gate).
+  ASSERT_LT(test::wait_until([&] { return a->metric("sluice_jobs_heartbeats_total{outcome=\"ok\"}") >= 4; }, 10s), 10s);
+  ::kill(w->p.pid(), SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  // Read until the error arrives or the front ends the stream (the socket's 10 s receive timeout
+  // bounds a hang).
+  char buf[4096];
+  boost::system::error_code ec;
+  while (s.got.find("worker_lost") == std::string::npos && !ec) s.got.append(buf, s.c.sock.read_some(test::net::buffer(buf), ec));
+  const auto heard = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
+  std::printf("foreground client: worker_lost %lld ms after kill -9 (worker-loss-timeout 2s)\n",
+              static_cast<long long>(heard.count()));
+  ASSERT_NE(s.got.find("\"code\":\"worker_lost\""), std::string::npos) << s.got.substr(s.got.size() - std::min<std::size_t>(s.got.size(), 600));
+  // The lease lapses within 2 s of the kill, the front looks within 2/3 s more: 5 s leaves slack
+  // for a loaded machine, and is far under the 30 s redis-lease the detection used to ride on.
+  EXPECT_LT(heard, 5s);
+  EXPECT_EQ(s.got.find("[DONE]"), std::string::npos);
+  EXPECT_LT(test::wait_until([&] { return a->metric("sluice_jobs_lost_total") == 1; }, 5s), 5s);
+  EXPECT_EQ(a->metric("sluice_foreground_jobs_total{result=\"lost\"}"), 1);
   EXPECT_EQ(sim->snapshot().completion_requests, 1u) << "a started job is not run again";
 }
 

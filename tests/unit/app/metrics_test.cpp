@@ -127,6 +127,8 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_memory_budget_bytes", "gauge"},
     {"sluice_memory_used_bytes", "gauge"},
     {"sluice_connections_active", "gauge"},
+    {"sluice_accept_share_pauses_total", "counter"},
+    {"sluice_accept_share_overrides_total", "counter"},
     {"sluice_write_stalls_total", "counter"},
     {"sluice_requests_total", "counter"},
     {"sluice_request_duration_seconds", "histogram"},
@@ -169,6 +171,7 @@ const std::map<std::string, std::string> expected_families = {
     {"sluice_recorded_streams_total", "counter"},
     {"sluice_jobs_claimed_total", "counter"},
     {"sluice_jobs_lost_total", "counter"},
+    {"sluice_jobs_heartbeats_total", "counter"},
     {"sluice_jobs_orphaned_total", "counter"},
     {"sluice_foreground_jobs_total", "counter"},
     {"sluice_queue_redis_errors_total", "counter"},
@@ -249,8 +252,10 @@ TEST(metrics_registry, label_values_come_only_from_the_enums_and_config) {
   for (std::size_t k = 0; k < proxy::hold_reason_count; ++k)
     reasons.emplace(proxy::to_string(static_cast<proxy::hold_reason>(k)));
   reasons.emplace("store_full");  // sluice_jobs_refused_total (queue_full is a reject reason already)
+  auto outcomes = names_of(all_outcomes);
+  outcomes.emplace("failed");  // sluice_jobs_heartbeats_total (ok, failed)
   const std::map<std::string, std::set<std::string>> allowed = {
-      {"route", names_of(all_routes)}, {"outcome", names_of(all_outcomes)},    {"reason", reasons},
+      {"route", names_of(all_routes)}, {"outcome", outcomes},                  {"reason", reasons},
       {"stage", names_of(all_stages)}, {"upstream", {"openai", "local-vllm"}}, {"status", statuses},
       {"kind", {"requests", "tokens"}},
       {"state", {"completed", "failed", "cancelled", "incomplete"}},  // sluice_jobs_total

@@ -78,3 +78,16 @@ TEST(JobOptions, RedisBytesSecretAndEvictionCheckHaveNamedDefaults) {
   jobs::options small;
   EXPECT_FALSE(load(small, "redis-response-bytes: 1MiB\n").has_value()) << "below response-max-bytes (4 MiB)";
 }
+
+TEST(JobOptions, WorkerLossTimeoutIsItsOwnSettingOfAFewSeconds) {
+  jobs::options o;
+  ASSERT_TRUE(load(o, "{}").has_value());
+  EXPECT_EQ(o.worker_loss_timeout, std::chrono::seconds(3));
+  jobs::options set;
+  ASSERT_TRUE(load(set, "queue: redis\nworker-loss-timeout: 2s\n").has_value());
+  EXPECT_EQ(set.worker_loss_timeout, std::chrono::seconds(2));
+  jobs::options tiny;
+  auto r = load(tiny, "queue: redis\nworker-loss-timeout: 100ms\n");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("worker-loss-timeout"), std::string::npos) << r.err().message;
+}
