@@ -158,7 +158,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
     keys_.reset();
   }
   if (pod_) {
-    // Spread the pod's connections: a worker over its share stops accepting (ADR 0013).
+    // Spread the pod's connections: a worker over its share stops accepting (ADR 0016).
     server_shared_.pod_connections = &pod_.pod->workers[pod_.row].connections;
     server_shared_.over_share = [pod = pod_, slack = opts_.http.accept_share_slack] { return pod.over_share(slack); };
   }

@@ -127,7 +127,7 @@ struct pod_link {
   bool all_published(std::uint64_t scrape) const;
   // Whether this worker holds more than its share of its generation's client connections: more
   // than their average plus `slack` (accept-share-slack). Its accept loops then leave new
-  // connections to the others (ADR 0013). Reads every row: tens of loads, once per accept.
+  // connections to the others (ADR 0016). Reads every row: tens of loads, once per accept.
   bool over_share(std::uint64_t slack) const noexcept;
 };
 

@@ -41,7 +41,7 @@ struct server_shared {
   // that warning was logged (steady clock, ns): at most one warning a second for all threads.
   std::atomic<std::uint64_t> accept_failures{0};
   std::atomic<std::int64_t> accept_warned_at_ns{0};
-  // --processes N (ADR 0013): where the pod's other workers read this process's open connections
+  // --processes N (ADR 0016): where the pod's other workers read this process's open connections
   // (its row in the shared segment, kept with open_connections), and whether this process holds
   // more than its share of its generation's connections: while it does, its accept loops leave new
   // connections to the others. Unset (one process): every loop accepts.

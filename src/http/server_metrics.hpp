@@ -12,7 +12,7 @@ class server_metrics final : public obs::component_metrics {
   explicit server_metrics(const server_shared& s) {
     scraped("sluice_connections_active", "Open client connections.", {},
             [&s] { return static_cast<double>(s.open_connections.load(std::memory_order_relaxed)); });
-    // --processes N (ADR 0013): a worker over its share of the pod's connections stops accepting.
+    // --processes N (ADR 0016): a worker over its share of the pod's connections stops accepting.
     scraped("sluice_accept_share_pauses_total",
             "Times a worker process stopped accepting because it held more than its share of the pod's connections.", {},
             [&s] { return static_cast<double>(s.share_pauses.load(std::memory_order_relaxed)); });

@@ -37,7 +37,7 @@ struct server_options {
   std::string admin_listen;
   std::uint64_t admin_max_connections = 64;
   // --processes N: connections a worker may hold above its generation's average before it stops
-  // accepting and leaves new ones to the other workers of the pod (ADR 0013).
+  // accepting and leaves new ones to the other workers of the pod (ADR 0016).
   std::uint64_t accept_share_slack = 2;
 
   void register_options(config::option_table& t);
