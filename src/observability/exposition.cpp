@@ -205,6 +205,8 @@ constexpr gauge_rule gauge_table[] = {
     {"sluice_memory_used_bytes", max},  // the pod's memory reading under --processes
     {"sluice_upstream_circuit_state", max},  // one circuit for the pod
     {"sluice_queue_jobs_waiting", max},  // the fleet's queue in Redis, read by every process
+    {"sluice_queue_redis_bytes", max},  // the fleet's ledger in Redis, read by every process
+    {"sluice_queue_redis_bytes_limit", max},  // redis-response-bytes, the same in every process
     {"sluice_worker_processes", max},
     {"sluice_worker_processes_configured", max},
     {"sluice_config_generation", max},

@@ -62,17 +62,18 @@ std::string id_of(const test::bhttp::response<test::bhttp::string_body>& r) {
   return std::string(v.at("id").as_string());
 }
 
-std::string status_of(node& n, const std::string& id) {
+// (`h`: the credential the response was created with; it belongs to that tenant: docs/security.md.)
+std::string status_of(node& n, const std::string& id, const headers& h = {}) {
   n.p.pump(0);
-  auto r = test::call(n.port, verb::get, "/v1/responses/" + id);
+  auto r = test::call(n.port, verb::get, "/v1/responses/" + id, "", h);
   if (r.result_int() != 200) return "?";
   return std::string(boost::json::parse(r.body()).at("status").as_string());
 }
 
-std::string wait_final(node& n, const std::string& id, std::chrono::milliseconds limit = 15s) {
+std::string wait_final(node& n, const std::string& id, const headers& h = {}, std::chrono::milliseconds limit = 15s) {
   std::string s;
   test::wait_until([&] {
-    s = status_of(n, id);
+    s = status_of(n, id, h);
     return s != "queued" && s != "in_progress" && s != "?";
   }, limit);
   return s;
@@ -164,7 +165,7 @@ TEST_F(RedisHolds, NoClientCredentialRestsInRedisAndAPassThroughJobStillCarriesI
   EXPECT_EQ(stored.find(kApiKey), std::string::npos);
   EXPECT_TRUE(has_field(id, "sec"));
   node w(with_upstream(args("worker")), env);
-  ASSERT_EQ(wait_final(a, id), "completed");
+  ASSERT_EQ(wait_final(a, id, h), "completed");
   std::vector<test::recording_upstream::seen> posts;
   for (auto& s : up.requests())
     if (s.head.rfind("POST ", 0) == 0) posts.push_back(s);
