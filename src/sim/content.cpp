@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 
+#include "core/json_text.hpp"
 #include "sse/parser.hpp"
 
 namespace sluice::sim {
@@ -324,19 +325,10 @@ namespace {
 
 // Appends `json` with a space after each structural ':' and ','.
 void append_spaced(std::string& out, std::string_view json) {
-  bool in_string = false, escaped = false;
-  for (char ch : json) {
-    out.push_back(ch);
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (ch == '\\') escaped = true;
-      else if (ch == '"') in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == ':' || ch == ',') {
-      out.push_back(' ');
-    }
-  }
+  for_each_json_byte(json, [&out](char c, bool structural) {
+    out.push_back(c);
+    if (structural && (c == ':' || c == ',')) out.push_back(' ');
+  });
 }
 
 }  // namespace

@@ -239,17 +239,6 @@ TEST_F(http_framing, more_than_100_header_fields_is_431) {
 
 // --- a refused upload -------------------------------------------------------------------------
 
-namespace {
-
-std::uint64_t status_kib(int pid, const std::string& key) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1));
-  return 0;
-}
-
-}  // namespace
 
 // A 24 MiB chunked upload against the 4 MiB cap: the client, which reads while it sends (as curl
 // does), gets the whole 413 (not a reset), and the gateway's peak RSS grows by no more than the
@@ -263,7 +252,7 @@ TEST_F(http_framing, refused_chunked_upload_costs_at_most_the_cap_and_its_413_is
     std::ofstream clear("/proc/" + std::to_string(pid) + "/clear_refs");
     clear << "5";
   }
-  const std::uint64_t rss_before = status_kib(pid, "VmHWM");
+  const std::uint64_t rss_before = test::proc_status_kib(pid, "VmHWM");
   ASSERT_GT(rss_before, 0u);
 
   test::client_socket c(port, 5000);
@@ -299,7 +288,7 @@ TEST_F(http_framing, refused_chunked_upload_costs_at_most_the_cap_and_its_413_is
   expect_refused(r, "HTTP/1.1 413 Payload Too Large");
   EXPECT_GE(sent.load(), std::size_t{4} << 20);
 
-  const std::uint64_t peak = status_kib(pid, "VmHWM");
+  const std::uint64_t peak = test::proc_status_kib(pid, "VmHWM");
   const std::uint64_t rise_kib = peak > rss_before ? peak - rss_before : 0;
   RecordProperty("rss_rise_kib", std::to_string(rise_kib));
   // cap (4096 KiB) + the small first body buffer (64 KiB) + read buffers and the coroutine's

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -32,6 +33,15 @@ inline std::string temp_file_with(const std::string& text) {
   const bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   return whole ? std::string(path) : std::string();
+}
+
+// A /proc/PID/status value in KiB ("VmHWM", "VmRSS"), 0 when absent.
+inline std::uint64_t proc_status_kib(int pid, const std::string& key) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1));
+  return 0;
 }
 
 class child_process {

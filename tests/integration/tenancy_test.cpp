@@ -299,17 +299,6 @@ TEST_F(TenancyRedis, ARecordedStreamIsResumableOnAnotherFrontUnderTheGatewaysIdO
 
 // --- a refused schema's cost -------------------------------------------------------------------
 
-namespace {
-
-std::uint64_t vm_kib(int pid, const std::string& key) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1));
-  return 0;
-}
-
-}  // namespace
 
 // A 900 KB schema with a 100,000-value enum is refused (enum values are limited to 1,000) with the
 // 400 naming the place, and the gateway's peak RSS rises by a small multiple of the body, not by
@@ -331,13 +320,13 @@ TEST(SchemaLimits, AHugeEnumIsRefusedForASmallMultipleOfItsOwnSize) {
   ASSERT_GT(body.size(), 800000u);
   EXPECT_EQ(test::post_chat(*port, false).result_int(), 200u);  // the allocator's arena warmed
   std::ofstream("/proc/" + std::to_string(gw.pid()) + "/clear_refs") << "5";
-  const std::uint64_t before = vm_kib(gw.pid(), "VmHWM");
+  const std::uint64_t before = test::proc_status_kib(gw.pid(), "VmHWM");
   ASSERT_GT(before, 0u);
   auto r = test::call(*port, verb::post, "/v1/chat/completions", body);
   EXPECT_EQ(r.result_int(), 400u) << r.body().substr(0, 300);
   EXPECT_NE(r.body().find("\"param\":\"response_format.json_schema.schema/properties/x/enum\""), std::string::npos)
       << r.body().substr(0, 300);
-  const std::uint64_t rise_kib = vm_kib(gw.pid(), "VmHWM") - before;
+  const std::uint64_t rise_kib = test::proc_status_kib(gw.pid(), "VmHWM") - before;
   RecordProperty("rss_rise_kib", std::to_string(rise_kib));
   // The body (880 KiB), its parse (~3 MiB: 100,000 values and the parse arena's growth) and the
   // schema's copy out of it (~2 MiB); 8 times the body's size leaves the allocator its slack.

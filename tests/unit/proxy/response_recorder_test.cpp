@@ -11,6 +11,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include "core/json_text.hpp"
 #include "proxy/job_sink.hpp"
 
 using namespace sluice;
@@ -46,31 +47,24 @@ jobs::options opts() {
   return o;
 }
 
-// JSON as Python's json.dumps writes it: a space after every ':' and ',' outside strings.
+// JSON as Python's json.dumps writes it: a space after every ':' and ',' outside strings, in each
+// `data:` line.
 std::string spaced(const std::string& sse) {
   std::string out;
-  bool in_string = false, escaped = false, data = false;
-  for (std::size_t i = 0; i < sse.size(); ++i) {
-    const char c = sse[i];
-    out.push_back(c);
-    if (c == '\n') {
-      data = sse.compare(i + 1, 6, "data: ") == 0;
-      if (data) {
-        out.append("data: ");
-        i += 6;
-      }
+  std::size_t pos = 0;
+  while (pos < sse.size()) {
+    const std::size_t end = std::min(sse.find('\n', pos), sse.size() - 1) + 1;
+    const std::string_view line(sse.data() + pos, end - pos);
+    pos = end;
+    if (!line.starts_with("data: ")) {
+      out.append(line);
       continue;
     }
-    if (!data) continue;
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == ':' || c == ',') {
-      out.push_back(' ');
-    }
+    out.append("data: ");
+    sluice::for_each_json_byte(line.substr(6), [&out](char c, bool structural) {
+      out.push_back(c);
+      if (structural && (c == ':' || c == ',')) out.push_back(' ');
+    });
   }
   return out;
 }
