@@ -299,7 +299,7 @@ std::optional<rate_refusal> decide_on(std::uint64_t max_streams, std::uint64_t i
   return std::nullopt;
 }
 
-key_decision client_keys::decide(const key_handle& key, std::uint64_t tokens) {
+key_decision client_keys::decide(const key_handle& key, std::uint64_t tokens, std::uint64_t held_elsewhere) {
   auto& e = *key.entry_;
   auto now = now_();
   std::lock_guard lock(e.mu);
@@ -307,12 +307,27 @@ key_decision client_keys::decide(const key_handle& key, std::uint64_t tokens) {
   // clock going backwards) and is charged at the later time, which only errs strict.
   if (e.requests) e.requests->refill(now);
   if (e.tokens) e.tokens->refill(now);
-  if (auto refused = decide_on(e.max_streams, e.in_use.load(std::memory_order_acquire), e.requests, e.tokens, tokens))
+  const std::uint64_t in_use = e.in_use.load(std::memory_order_acquire) + held_elsewhere;
+  if (auto refused = decide_on(e.max_streams, in_use, e.requests, e.tokens, tokens))
     return std::move(*refused);
   e.in_use.fetch_add(1, std::memory_order_acq_rel);
   return make_permit(e, bucket_headers(e.requests, e.tokens), permit_usage{0, e.tokens ? tokens : 0, std::nullopt});
 }
 
 task<key_decision> client_keys::acquire(const key_handle& key, std::uint64_t tokens) { co_return decide(key, tokens); }
+
+void client_keys::lower_to(std::size_t index, std::uint64_t requests, std::uint64_t tokens) {
+  auto& e = *keys_[index];
+  auto now = now_();
+  std::lock_guard lock(e.mu);
+  if (e.requests) {
+    e.requests->refill(now);
+    e.requests->lower_to(requests);
+  }
+  if (e.tokens) {
+    e.tokens->refill(now);
+    e.tokens->lower_to(tokens);
+  }
+}
 
 }  // namespace sluice::admission

@@ -239,7 +239,11 @@ class client_keys final : public key_limits {
     return decide(key, tokens);
   }
   task<key_decision> acquire(const key_handle& key, std::uint64_t tokens) override;
-  key_decision decide(const key_handle& key, std::uint64_t tokens);
+  // `held_elsewhere`: the key's streams this replica holds outside these counters (through Redis,
+  // for the copy that decides alone while Redis cannot): they count against max_streams too.
+  key_decision decide(const key_handle& key, std::uint64_t tokens, std::uint64_t held_elsewhere = 0);
+  // Lowers the buckets of the key at `index` to these levels where they are above (never raises).
+  void lower_to(std::size_t index, std::uint64_t requests, std::uint64_t tokens);
 
   // The x-ratelimit-* values of a key's buckets, given their limits and what is left.
   static rate_headers make_headers(std::uint64_t rpm, double requests_left, duration requests_reset,

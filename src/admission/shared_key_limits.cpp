@@ -28,24 +28,28 @@ shared_key_limits::shared_key_limits(client_keys keys, const redis::options& o, 
       fallback_(keys_.divided(o.fallback_replicas)),
       availability_(av),
       leases_(leases),
+      replicas_(std::max<std::uint64_t>(1, o.fallback_replicas)),
       settles_("shared key settles") {
   for (std::size_t i = 0; i < keys_.size(); ++i) {
     const auto name = keys_.at(i).name();
     buckets_.push_back(key_bucket_key(o.key_prefix, name));
     slots_.push_back(key_slots_key(o.key_prefix, name));
+    carried_.push_back(std::make_unique<carried>(keys_.at(i).rpm(), keys_.at(i).tpm()));
   }
 }
 
 shared_key_limits::~shared_key_limits() = default;
 
 std::vector<redis::script> shared_key_limits::scripts() {
-  return {redis::bucket_admit_script("key_admit"), redis::bucket_settle_script("key_settle")};
+  return {redis::bucket_admit_script("key_admit"), redis::bucket_settle_script("key_settle"),
+          redis::bucket_observe_script("key_observe")};
 }
 
-void shared_key_limits::attach(redis::client& c, std::size_t admit_index, std::size_t settle_index) {
+void shared_key_limits::attach(redis::client& c, std::size_t first_script) {
   client_ = &c;
-  admit_ = admit_index;
-  settle_ = settle_index;
+  admit_ = first_script;
+  settle_ = first_script + 1;
+  observe_ = first_script + 2;
 }
 
 std::optional<key_decision> shared_key_limits::try_acquire_now(const key_handle& key, std::uint64_t tokens) {
@@ -57,19 +61,62 @@ key_decision shared_key_limits::fallback(std::size_t index, std::uint64_t tokens
   availability_.failed(redis::shared_limit::client_key, why);
   if (availability_.mode() == redis::failure_mode::closed)
     return rate_refusal{rate_limit_kind::unavailable, std::chrono::seconds(1), {}};
-  return fallback_.decide(fallback_.at(index), tokens);
+  auto& k = *carried_[index];
+  std::lock_guard lock(k.mu);
+  // The switch: this replica's share starts from what the fleet had left, not full.
+  if (k.carry.deciding_alone())
+    if (auto left = k.carry.fleet_left(fallback_carry::clock::now()))
+      fallback_.lower_to(index, static_cast<std::uint64_t>(left->requests / static_cast<double>(replicas_)),
+                         static_cast<std::uint64_t>(left->tokens / static_cast<double>(replicas_)));
+  // The key's streams this replica admitted through Redis still run: they count here too.
+  auto d = fallback_.decide(fallback_.at(index), tokens, keys_.at(index).in_use());
+  if (std::holds_alternative<key_permit>(d)) k.carry.admitted_alone(tokens);
+  return d;
+}
+
+task<std::optional<redis::outcome>> shared_key_limits::come_back(redis::connection& c, std::size_t index) {
+  std::optional<fallback_carry::levels> back;
+  {
+    std::lock_guard lock(carried_[index]->mu);
+    if (carried_[index]->carry.alone()) back = carried_[index]->carry.coming_back(fallback_carry::clock::now());
+  }
+  if (!back) co_return std::nullopt;
+  const key_handle key = keys_.at(index);
+  // '' for a limit the key does not have: key_observe leaves that bucket alone.
+  const auto level = [](std::uint64_t limit, double left) {
+    return limit != 0 ? std::to_string(static_cast<std::uint64_t>(left)) : std::string();
+  };
+  const std::string rpm = std::to_string(key.rpm()), tpm = std::to_string(key.tpm()),
+                    requests = level(key.rpm(), back->requests), tokens = level(key.tpm(), back->tokens), no_block;
+  const std::array<std::string_view, 1> keys{buckets_[index]};
+  const std::array<std::string_view, 5> args{rpm, tpm, requests, tokens, no_block};
+  redis::response r = co_await c.run(observe_, keys, args);
+  if (!r.ok()) co_return r.status;
+  availability_.answered();
+  co_return std::nullopt;  // (still alone() until an admission's answer: a failed one decides alone on)
+}
+
+void shared_key_limits::remember(std::size_t index, const redis::bucket_reply& got) {
+  std::lock_guard lock(carried_[index]->mu);
+  carried_[index]->carry.answered({static_cast<double>(got.requests_left), static_cast<double>(got.tokens_left)},
+                                  fallback_carry::clock::now());
 }
 
 task<key_decision> shared_key_limits::acquire(const key_handle& key, std::uint64_t tokens) {
   const std::size_t i = key.index();
   redis::connection* c = client_ ? client_->current() : nullptr;
   if (c == nullptr) co_return fallback(i, tokens, redis::outcome::disconnected);  // not on a worker thread
+  if (auto why = co_await come_back(*c, i)) co_return fallback(i, tokens, *why);
+  // The key's streams this replica admitted alone still run: Redis counts them against max_streams.
+  const std::uint64_t alone = fallback_.at(i).in_use();
+  if (key.max_streams() != 0 && alone >= key.max_streams())
+    co_return rate_refusal{rate_limit_kind::concurrency, std::chrono::seconds(1), {}};
 
   const std::uint64_t id = key.max_streams() != 0 ? leases_.next_id() : 0;
   const std::string member = id != 0 ? leases_.member(id) : std::string();
   const std::string rpm = std::to_string(key.rpm()), tpm = std::to_string(key.tpm()),
-                    max_streams = std::to_string(key.max_streams()), cost = std::to_string(tokens),
-                    lease = std::to_string(leases_.lease_ms());
+                    max_streams = std::to_string(key.max_streams() != 0 ? key.max_streams() - alone : 0),
+                    cost = std::to_string(tokens), lease = std::to_string(leases_.lease_ms());
   const std::array<std::string_view, 2> keys{buckets_[i], slots_[i]};
   const std::array<std::string_view, 6> args{rpm, tpm, max_streams, cost, member, lease};
   redis::response r = co_await c->run(admit_, keys, args);
@@ -87,6 +134,7 @@ task<key_decision> shared_key_limits::acquire(const key_handle& key, std::uint64
     co_return fallback(i, tokens, r.status);
   }
   availability_.answered();
+  remember(i, *got);
   auto headers = client_keys::make_headers(key.rpm(), static_cast<double>(got->requests_left),
                                            std::chrono::milliseconds(got->requests_reset_ms), key.tpm(),
                                            static_cast<double>(got->tokens_left),

@@ -8,7 +8,10 @@
 //
 // When Redis cannot decide (down, slower than its deadline, out of in-flight slots) the failure
 // mode applies: `local` decides with this replica's own share of each limit (the limits divided by
-// redis-fallback-replicas), `closed` refuses with a 503 (rate_limit_kind::unavailable).
+// redis-fallback-replicas), `closed` refuses with a 503 (rate_limit_kind::unavailable). No switch
+// hands out a fresh budget (fallback_carry): deciding alone starts from the fleet's levels at
+// Redis's last answer, the streams this replica holds either way count on both sides, and coming
+// back Redis learns what was admitted alone (key_observe) before it decides again.
 //
 // Threading: acquire() on a gateway worker thread (it uses that thread's Redis connection); permits
 // may end on any thread. Lifetime: outlives every permit, and the worker pool's last run (its
@@ -16,12 +19,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "admission/client_keys.hpp"
+#include "admission/fallback_carry.hpp"
 #include "redis/availability.hpp"
+#include "redis/buckets.hpp"
 #include "redis/client.hpp"
 #include "redis/leases.hpp"
 #include "redis/options.hpp"
@@ -41,10 +48,10 @@ class shared_key_limits final : public key_limits {
   shared_key_limits(client_keys keys, const redis::options& o, redis::availability& av, redis::lease_keeper& leases);
   ~shared_key_limits() override;
 
-  // The scripts to register with the Redis client: key_admit, then key_settle.
+  // The scripts to register with the Redis client, in order: key_admit, key_settle, key_observe.
   static std::vector<redis::script> scripts();
-  // The client whose per-thread connections run them, and where its scripts are in its list.
-  void attach(redis::client& c, std::size_t admit_index, std::size_t settle_index);
+  // The client whose per-thread connections run them, and where the first of them is in its list.
+  void attach(redis::client& c, std::size_t first_script);
   // After the worker pool's last run: permits that end later tell Redis nothing (their slots free
   // with their leases). Call from the controlling thread once the pool is joined.
   void detach() noexcept { client_ = nullptr; }
@@ -63,6 +70,10 @@ class shared_key_limits final : public key_limits {
  private:
   void release(detail::key_entry& e, const permit_usage& u) noexcept override;
   key_decision fallback(std::size_t index, std::uint64_t tokens, redis::outcome why);
+  // Back from deciding alone: Redis's levels for the key lowered to what the fleet may have left
+  // (key_observe). Why not, when Redis did not answer.
+  task<std::optional<redis::outcome>> come_back(redis::connection& c, std::size_t index);
+  void remember(std::size_t index, const redis::bucket_reply& got);
   // The key_settle run for one ended permit (or a slot an unanswered admission may have taken).
   task<void> settle(std::shared_ptr<redis::connection> c, std::size_t index, std::string member, std::int64_t delta);
   void spawn_settle(std::size_t index, std::string member, std::int64_t delta) noexcept;
@@ -72,7 +83,14 @@ class shared_key_limits final : public key_limits {
   redis::availability& availability_;
   redis::lease_keeper& leases_;
   redis::client* client_ = nullptr;
-  std::size_t admit_ = 0, settle_ = 0;
+  std::size_t admit_ = 0, settle_ = 0, observe_ = 0;
+  std::uint64_t replicas_;  // redis-fallback-replicas
+  struct carried {
+    std::mutex mu;
+    fallback_carry carry;
+    carried(std::uint64_t rpm, std::uint64_t tpm) : carry(rpm, tpm) {}
+  };
+  std::vector<std::unique_ptr<carried>> carried_;  // per key index
   std::vector<std::string> buckets_, slots_;  // per key index
   runtime::task_group settles_;
 };

@@ -258,7 +258,7 @@ void gateway::build_shared_limits() {
                                                 {"worker_max_jobs", opts_.jobs.worker_max_jobs}});
   }
   budgets_->attach(*redis_, budget_scripts);
-  if (shared_keys_) shared_keys_->attach(*redis_, key_scripts, key_scripts + 1);
+  if (shared_keys_) shared_keys_->attach(*redis_, key_scripts);
   shared_metrics_ = std::make_shared<redis::shared_metrics>(*redis_health_, *leases_);
   obs::log_info("limits shared through redis",
                 {{"redis", redis_->on(0).config().server.to_string()},
