@@ -497,6 +497,10 @@ void gateway::stop() {
   admin_server_.reset();
   workers_.clear();
   monitor_.reset();
+  // The subscriber connection lives on thread 0's io_context: it goes before the pool does, started
+  // or not (its timer's service is the io_context's).
+  redis_worker_.reset();
+  notifier_.reset();
 }
 
 }  // namespace sluice::app
