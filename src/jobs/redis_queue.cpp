@@ -94,14 +94,10 @@ constexpr std::size_t held_prune_batch = 1000;
 
 }  // namespace
 
-std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message) {
-  json::object e;
-  e["type"] = "error";
-  e["sequence_number"] = seq;
-  e["code"] = code;
-  e["message"] = message;
-  e["param"] = nullptr;
-  return "event: error\ndata: " + json::serialize(e) + "\n\n";
+error redis_unavailable() {
+  auto e = error::make(errc::upstream_connect, "Redis did not answer.");
+  e.retryable = true;
+  return e;
 }
 
 redis_queue::redis_queue(std::string prefix, std::string worker, const options& opts, std::chrono::milliseconds lease,
@@ -148,8 +144,7 @@ task<redis::response> redis_queue::run(redis::connection& c, script_index s, std
   co_return co_await c.run_within(opts_.command_timeout, first_script_ + s, k, a);
 }
 
-task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, const new_response& r, redis_failure& failure,
-                                                      std::string_view sealed_credential) {
+task<result<store_refusal>> redis_queue::create(redis::connection& c, const new_response& r, std::string_view sealed_credential) {
   json::array hdr;
   for (const auto& [k, v] : r.headers) hdr.push_back(json::array{json::string(k), json::string(v)});
   // (Named vectors: GCC 12 cannot hold a braced list across a co_await.)
@@ -170,10 +165,7 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
     args.push_back(notify_channel(worker_));
   }
   auto made = co_await run(c, create_hash, std::move(keys), std::move(args));
-  if (!made.ok()) {
-    failure = redis_failure::unavailable;
-    co_return std::nullopt;
-  }
+  if (!made.ok()) co_return redis_unavailable();
   if (made.value.as_integer().value_or(0) != 1) co_return store_refusal::duplicate;
   std::vector<std::string> qkeys{r.wire.empty() ? jobs_key() : foreground_key()};
   for (auto& k : ledger_keys()) qkeys.push_back(std::move(k));
@@ -185,23 +177,17 @@ task<std::optional<store_refusal>> redis_queue::create(redis::connection& c, con
   if (answer == 1) co_return store_refusal::none;
   // Not queued: the response must not stay behind as a job nobody runs.
   (void)co_await c.command_within(opts_.command_timeout, "DEL", response_key(r.id));
-  if (!queued.ok()) {
-    failure = redis_failure::unavailable;
-    co_return std::nullopt;
-  }
+  if (!queued.ok()) co_return redis_unavailable();
   co_return answer == 2 ? store_refusal::store_full : store_refusal::queue_full;
 }
 
-task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std::string_view id, redis_failure& failure) {
+task<result<std::optional<stored_response>>> redis_queue::find(redis::connection& c, std::string_view id) {
   auto r = co_await c.command_within(opts_.command_timeout, "HMGET", response_key(id), "st", "obj", "own", "bg", "wk", "fin", "last",
                                      "fg", "up");
-  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 9) {
-    failure = redis_failure::unavailable;
-    co_return std::nullopt;
-  }
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.size() != 9) co_return redis_unavailable();
   const auto& e = r.value.elements;
   auto st = e[0].is_nil() ? std::nullopt : status_named(e[0].str);
-  if (!st) co_return std::nullopt;
+  if (!st) co_return std::optional<stored_response>();
   stored_response out;
   out.id = std::string(id);
   out.state = *st;
@@ -213,11 +199,11 @@ task<std::optional<stored_response>> redis_queue::find(redis::connection& c, std
   out.last_seq = to_int(e[6].str, -1);
   out.wire = e[7].str;
   out.upstream_id = e[8].str;
-  co_return out;
+  co_return std::optional(std::move(out));
 }
 
-task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view id, std::int64_t after, std::size_t count,
-                                          redis_failure& failure) {
+task<result<event_batch>> redis_queue::read_after(redis::connection& c, std::string_view id, std::int64_t after,
+                                                  std::size_t count) {
   event_batch out;
   out.last_seq = after;
   // One script: the status and the events read together (a final response has all its events).
@@ -229,10 +215,7 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
   std::vector<std::string> keys{response_key(id), events_key(id)};
   std::vector<std::string> args{from, std::to_string(count)};
   auto r = co_await run(c, read_events, std::move(keys), std::move(args));
-  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.empty()) {
-    failure = redis_failure::unavailable;
-    co_return out;
-  }
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.empty()) co_return redis_unavailable();
   const auto& top = r.value.elements;
   if (top[0].as_integer().value_or(0) != 1 || top.size() < 3) {
     // Gone: expired, or Redis lost it (restarted without its data). Nothing will follow.
@@ -256,15 +239,12 @@ task<event_batch> redis_queue::read_after(redis::connection& c, std::string_view
   co_return out;
 }
 
-task<std::optional<status>> redis_queue::cancel(redis::connection& c, std::string_view id, const std::string& cancelled_object,
-                                                redis_failure& failure) {
+task<result<std::optional<status>>> redis_queue::cancel(redis::connection& c, std::string_view id,
+                                                        const std::string& cancelled_object) {
   std::vector<std::string> keys{response_key(id)};
   std::vector<std::string> args{cancelled_object, ms(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.response_retention))};
   auto r = co_await run(c, cancel_job, std::move(keys), std::move(args));
-  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.empty()) {
-    failure = redis_failure::unavailable;
-    co_return std::nullopt;
-  }
+  if (!r.ok() || r.value.type != redis::reply::kind::array || r.value.elements.empty()) co_return redis_unavailable();
   auto before = status_named(r.value.elements[0].str);
   if (before == status::queued && r.value.elements.size() > 2) {
     // Its request is gone: the ledger counts its object until its retention ends.
@@ -275,7 +255,7 @@ task<std::optional<status>> redis_queue::cancel(redis::connection& c, std::strin
     const std::string key = cancels_key(r.value.elements[1].str);
     auto added = co_await c.command_within(opts_.command_timeout, "SADD", key, id);
     (void)co_await c.command_within(opts_.command_timeout, "PEXPIRE", key, std::to_string(live_ttl_ms));
-    if (!added.ok()) failure = redis_failure::unavailable;
+    if (!added.ok()) co_return redis_unavailable();
   }
   co_return before;
 }
@@ -329,7 +309,7 @@ task<bool> redis_queue::ensure_group(redis::connection& c) {
   co_return made(fg) && made(bg);
 }
 
-task<std::vector<queued_job>> redis_queue::take(redis::connection& c, std::size_t count, redis_failure& failure) {
+task<result<std::vector<queued_job>>> redis_queue::take(redis::connection& c, std::size_t count) {
   std::vector<queued_job> out;
   if (count == 0) co_return out;
   // A client waits on each foreground job: those first, the rest of the slots for background ones.
@@ -338,10 +318,7 @@ task<std::vector<queued_job>> redis_queue::take(redis::connection& c, std::size_
   std::vector<std::string> keys{foreground_key(), jobs_key()};
   std::vector<std::string> args{std::string(group), worker_, std::to_string(count)};
   auto r = co_await run(c, take_jobs, std::move(keys), std::move(args));
-  if (!r.ok()) {
-    failure = redis_failure::unavailable;
-    co_return out;
-  }
+  if (!r.ok()) co_return redis_unavailable();
   if (r.value.type == redis::reply::kind::integer) {
     // Redis lost a group (restarted without its data): make them again, read next time.
     (void)co_await ensure_group(c);
@@ -365,12 +342,9 @@ task<std::vector<queued_job>> redis_queue::claim_stale(redis::connection& c, std
   co_return out;
 }
 
-task<std::optional<stored_response>> redis_queue::load(redis::connection& c, std::string_view id, redis_failure& failure) {
+task<result<std::optional<stored_response>>> redis_queue::load(redis::connection& c, std::string_view id) {
   auto r = co_await c.command_within(opts_.command_timeout, "HGETALL", response_key(id));
-  if (!r.ok()) {
-    failure = redis_failure::unavailable;
-    co_return std::nullopt;
-  }
+  if (!r.ok()) co_return redis_unavailable();
   co_return from_hash(id, r.value);
 }
 
@@ -397,9 +371,9 @@ task<bool> redis_queue::start(redis::connection& c, const queued_job& j, const s
   co_return started;
 }
 
-task<bool> redis_queue::append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
-                               std::optional<status> st, const std::string& object, bool final, redis_failure& failure,
-                               std::optional<std::int64_t>* followed_ms_ago, bool foreground) {
+task<result<bool>> redis_queue::append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
+                                       std::optional<status> st, const std::string& object, bool final,
+                                       std::optional<std::int64_t>* followed_ms_ago, bool foreground) {
   std::vector<std::string> args;
   args.reserve(5 + events.size() * 2);
   args.push_back(worker_);
@@ -414,10 +388,7 @@ task<bool> redis_queue::append(redis::connection& c, std::string_view id, const 
   }
   std::vector<std::string> keys{response_key(id), events_key(id)};
   auto r = co_await run(c, append_events, std::move(keys), std::move(args));
-  if (!r.ok()) {
-    failure = redis_failure::unavailable;
-    co_return false;
-  }
+  if (!r.ok()) co_return redis_unavailable();
   if (r.value.type != redis::reply::kind::array || r.value.elements.size() != 4) co_return false;  // 0: not ours
   const auto followed = r.value.elements[1].as_integer().value_or(0);
   const auto now = r.value.elements[2].as_integer().value_or(0);

@@ -25,7 +25,7 @@
 //
 // A response's two keys share a hash tag, so every script touching them runs on one Cluster slot;
 // the queue's keys share another. Every call needs the connection of the caller's thread
-// (redis::client::current()), and answers a named failure when Redis does not: nothing throws.
+// (redis::client::current()), and answers redis_unavailable() when Redis does not: nothing throws.
 #pragma once
 
 #include <chrono>
@@ -67,7 +67,9 @@ struct queued_job {
   std::string stream;  // the stream it came from (jobs_key or foreground_key)
 };
 
-enum class redis_failure : std::uint8_t { none, unavailable };
+// What a call answers when Redis did not (in time, or at all): the one error of a redis_queue call
+// that returns a result; a refusal or an unknown id is a value, not an error.
+error redis_unavailable();
 
 class redis_queue {
  public:
@@ -110,21 +112,19 @@ class redis_queue {
   // Stores a new background response (status queued) and queues its job; a foreground job
   // (r.wire) goes to the foreground stream. store_refusal::queue_full when jobs-max-waiting
   // (foreground: queue-depth) are waiting, store_full when its bytes would take the fleet's ledger
-  // past redis-response-bytes; nullopt with `failure` set when Redis did not answer.
-  // `sealed_credential` (credential_seal, or ""): stored until a worker starts the job.
-  task<std::optional<store_refusal>> create(redis::connection& c, const new_response& r, redis_failure& failure,
-                                            std::string_view sealed_credential = {});
-  // The response's status, object, owner and worker; nullopt when unknown (or `failure`).
-  task<std::optional<stored_response>> find(redis::connection& c, std::string_view id, redis_failure& failure);
+  // past redis-response-bytes, duplicate when the id is taken; redis_unavailable() when Redis did
+  // not answer. `sealed_credential` (credential_seal, or ""): stored until a worker starts the job.
+  task<result<store_refusal>> create(redis::connection& c, const new_response& r, std::string_view sealed_credential = {});
+  // The response's status, object, owner and worker; nullopt when unknown.
+  task<result<std::optional<stored_response>>> find(redis::connection& c, std::string_view id);
   // Events after sequence number `after`, at most `count`; `finished` when the response is final and
   // nothing follows them; `missing` when it is gone. A read of a live response notes that it is
   // followed (for the process relaying it: orphan-timeout).
-  task<event_batch> read_after(redis::connection& c, std::string_view id, std::int64_t after, std::size_t count,
-                               redis_failure& failure);
+  task<result<event_batch>> read_after(redis::connection& c, std::string_view id, std::int64_t after, std::size_t count);
   // Cancels: a queued job is finished `cancelled` at once (its object `cancelled_object`); a running
-  // one is flagged for its worker (which closes its upstream). Returns the status it had.
-  task<std::optional<status>> cancel(redis::connection& c, std::string_view id, const std::string& cancelled_object,
-                                     redis_failure& failure);
+  // one is flagged for its worker (which closes its upstream). Returns the status it had (nullopt:
+  // unknown); redis_unavailable() when Redis did not answer, or did not take a running one's flag.
+  task<result<std::optional<status>>> cancel(redis::connection& c, std::string_view id, const std::string& cancelled_object);
   // Jobs waiting in both streams (delivered-but-not-started ones included); nullopt when Redis did
   // not answer. `foreground`: only the foreground stream.
   task<std::optional<std::uint64_t>> waiting(redis::connection& c, bool foreground_only = false);
@@ -137,12 +137,12 @@ class redis_queue {
   // Creates the consumer groups (and the streams) when missing. True when they exist now.
   task<bool> ensure_group(redis::connection& c);
   // Up to `count` new jobs for this worker (never more): foreground ones first, then background.
-  task<std::vector<queued_job>> take(redis::connection& c, std::size_t count, redis_failure& failure);
+  task<result<std::vector<queued_job>>> take(redis::connection& c, std::size_t count);
   // Up to `count` jobs delivered to some worker longer than a lease ago and never started (that
   // worker died between taking and starting them): now this worker's.
   task<std::vector<queued_job>> claim_stale(redis::connection& c, std::size_t count);
-  // The job's response as its worker needs it (headers and body included).
-  task<std::optional<stored_response>> load(redis::connection& c, std::string_view id, redis_failure& failure);
+  // The job's response as its worker needs it (headers and body included); nullopt when gone.
+  task<result<std::optional<stored_response>>> load(redis::connection& c, std::string_view id);
   // Takes the job: queued -> in_progress (object `object`), under this worker's lease. Only one worker
   // ever does for a response; false when it was not queued (cancelled, already taken, gone) or
   // Redis did not answer. The entry is acknowledged either way once this answers. The request
@@ -151,14 +151,14 @@ class redis_queue {
   // Appends `events` (sequence number, SSE text) and, when not empty, a new object/status; `final`
   // ends the response (its keys expire after response-retention; the ledger then counts what it
   // holds, object and events, until then: one more script call). False when the response is no
-  // longer this worker's to write (failed as worker_lost meanwhile, or gone), or Redis did not answer
-  // (`failure`).
+  // longer this worker's to write (failed as worker_lost meanwhile, or gone); redis_unavailable()
+  // when Redis did not answer.
   // `followed_ms_ago`, when given, learns how long ago a follower last read the response (set only
   // when one ever did).
   // A foreground job (`foreground`) keeps its keys foreground_retention once final.
-  task<bool> append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
-                    std::optional<status> st, const std::string& object, bool final, redis_failure& failure,
-                    std::optional<std::int64_t>* followed_ms_ago = nullptr, bool foreground = false);
+  task<result<bool>> append(redis::connection& c, std::string_view id, const std::vector<stored_event>& events,
+                            std::optional<status> st, const std::string& object, bool final,
+                            std::optional<std::int64_t>* followed_ms_ago = nullptr, bool foreground = false);
   // A response this process is already writing (a client's own recorded stream): stored
   // in_progress under this process's lease, so that any front can follow and resume it, and a
   // death of this process is a worker_lost. False when Redis did not take it (away, the id is
@@ -203,8 +203,5 @@ class redis_queue {
 // A string as part of a Redis key's name: letters, digits, '_' and '-' as they are, every other
 // byte %XX, so no id can reach into another key's name or hash tag.
 std::string redis_key_part(std::string_view s);
-
-// The SSE text of a stored error event (the Responses API's `error` event).
-std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message);
 
 }  // namespace sluice::jobs

@@ -2,7 +2,20 @@
 
 #include <algorithm>
 
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
 namespace sluice::jobs {
+
+std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message) {
+  boost::json::object e;
+  e["type"] = "error";
+  e["sequence_number"] = seq;
+  e["code"] = code;
+  e["message"] = message;
+  e["param"] = nullptr;
+  return "event: error\ndata: " + boost::json::serialize(e) + "\n\n";
+}
 
 std::string_view to_string(status s) noexcept {
   switch (s) {

@@ -39,6 +39,10 @@ struct stored_event {
   std::string text;
 };
 
+// The SSE text of a stored error event (the Responses API's `error` event: type, sequence_number,
+// code, message, param), as the record of a failed response ends: the one place it is made.
+std::string error_event_text(std::int64_t seq, std::string_view code, std::string_view message);
+
 // What a follower reads in one go.
 struct event_batch {
   std::vector<std::string> events;  // SSE texts, in sequence order

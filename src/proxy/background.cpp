@@ -15,6 +15,8 @@
 #include "jobs/wakeup.hpp"
 #include "observability/gauge_hold.hpp"
 #include "observability/log.hpp"
+#include "jobs/redis_outage.hpp"
+#include "proxy/in_band.hpp"
 #include "proxy/job_sink.hpp"
 #include "proxy/pipeline.hpp"
 #include "sse/parser.hpp"
@@ -113,9 +115,8 @@ task<void> pipeline::map_previous_response(request_context& ctx, http::request& 
     if (auto rec = store->find(id); rec && rec->owner() == ctx.tenant) upstream = rec->upstream_id();
   if (upstream.empty() && cfg_.svc.queue) {
     if (auto* c = cfg_.svc.redis->current()) {
-      jobs::redis_failure failure = jobs::redis_failure::none;
-      auto found = co_await cfg_.svc.queue->find(*c, id, failure);
-      if (found && found->owner == ctx.tenant && found->wire.empty()) upstream = std::move(found->upstream_id);
+      auto found = co_await cfg_.svc.queue->find(*c, id);
+      if (found && *found && (*found)->owner == ctx.tenant && (*found)->wire.empty()) upstream = std::move((*found)->upstream_id);
     }
   }
   // Unknown here (another tenant's, expired, not begun yet): it goes on as it is, and the
@@ -179,12 +180,9 @@ result<std::string> pipeline::sealed_credential(const http::request& req, std::s
 task<void> pipeline::create_queued(request_context& ctx, jobs::new_response r, std::string sealed) {
   auto& queue = *cfg_.svc.queue;
   auto* c = cfg_.svc.redis->current();
-  jobs::redis_failure failure = jobs::redis_failure::unavailable;
   std::optional<jobs::store_refusal> refusal;
-  if (c) {
-    failure = jobs::redis_failure::none;
-    refusal = co_await queue.create(*c, r, failure, sealed);
-  }
+  if (c)
+    if (auto made = co_await queue.create(*c, r, sealed)) refusal = *made;
   if (!refusal || *refusal == jobs::store_refusal::duplicate) {
     if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::create);
     bhttp::fields extra;
@@ -261,13 +259,13 @@ task<void> pipeline::hand_over(request_context& ctx, const http::request& req, s
 task<void> pipeline::serve_queued(request_context& ctx, const http::request& req) {
   auto& queue = *cfg_.svc.queue;
   auto* c = cfg_.svc.redis->current();
-  jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
-  std::optional<jobs::stored_response> found;
-  if (c) found = co_await queue.find(*c, ctx.response_id, failure);
-  if (failure != jobs::redis_failure::none) {
+  result<std::optional<jobs::stored_response>> read = jobs::redis_unavailable();
+  if (c) read = co_await queue.find(*c, ctx.response_id);
+  if (!read) {
     if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
     co_return co_await send_error(ctx, queue_unavailable_error());
   }
+  auto& found = *read;
   // A foreground job (a front's client's chat request) is no response anyone retrieves.
   if (!found || found->owner != ctx.tenant || !found->wire.empty())
     co_return co_await send_error(ctx, not_found(ctx.response_id));
@@ -279,8 +277,7 @@ task<void> pipeline::serve_queued(request_context& ctx, const http::request& req
                                                                          std::string(jobs::to_string(found->state)) + ").",
                                                      "response_id"));
     std::string cancelled = response_object_with(found->object, jobs::status::cancelled);
-    (void)co_await queue.cancel(*c, ctx.response_id, cancelled, failure);
-    if (failure != jobs::redis_failure::none) {
+    if (!co_await queue.cancel(*c, ctx.response_id, cancelled)) {
       if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::cancel);
       co_return co_await send_error(ctx, queue_unavailable_error());
     }
@@ -358,7 +355,7 @@ task<bool> pipeline::open_event_stream(request_context& ctx) {
 task<void> pipeline::cut_follow(request_context& ctx, std::int64_t last) {
   // The drain's cut: an in-band error, so the client resumes from `last` on another replica.
   const auto e = error::make(errc::overloaded, "The gateway is shutting down; resume this stream with starting_after.");
-  (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, last + 1), "error"));
+  co_await end_in_band(*ctx.conn, e, true, last + 1);
   ctx.end.outcome = obs::outcome::cancelled;
   ctx.end.reason = to_string(cancel_reason::draining);
 }
@@ -370,36 +367,34 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
   auto& queue = *cfg_.svc.queue;
   net::steady_timer pause(co_await net::this_coro::executor);
   follow_cursor cur{after, {}};
-  std::optional<runtime::steady::time_point> failing_since;
+  jobs::redis_outage outage(follow_redis_patience);
   for (;;) {
     // The next batch is read only once the client took the last one: Redis, not this process,
     // holds what the client has not read yet.
     auto* c = cfg_.svc.redis->current();
-    jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
-    jobs::event_batch batch;
-    if (c) batch = co_await queue.read_after(*c, id, cur.last, follow_batch_events, failure);
-    if (failure != jobs::redis_failure::none) {
+    result<jobs::event_batch> read = jobs::redis_unavailable();
+    if (c) read = co_await queue.read_after(*c, id, cur.last, follow_batch_events);
+    if (!read) {
       if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
-      const auto now = runtime::steady::now();
-      if (!failing_since) failing_since = now;
-      if (now - *failing_since >= follow_redis_patience) {
+      if (outage.failed(runtime::steady::now()).give_up) {
         // Redis stayed away: an in-band error, never a silent end; the client resumes from `last`.
         const auto e = error::make(errc::overloaded, "The response store is unavailable; resume this stream with starting_after.");
-        (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, cur.last + 1), "error"));
+        co_await end_in_band(*ctx.conn, e, true, cur.last + 1);
         ctx.end.outcome = obs::outcome::internal;
         ctx.end.reason = "queue_unavailable";
         co_return;
       }
     } else {
-      failing_since.reset();
+      outage.answered();
     }
+    jobs::event_batch batch = read ? std::move(*read) : jobs::event_batch{};
     if (batch.missing) {
       // Its keys vanished under a live follow (Redis restarted without its data, evicted them, or
       // someone deleted them): said in-band, counted and logged.
       if (cfg_.svc.jobs) cfg_.svc.jobs->vanished(jobs::metrics::vanished_kind::response);
       obs::log_warn("response missing from redis under its follower", {{"request_id", ctx.request_id}, {"response", id}});
       const auto e = error::make(errc::internal, "The response was lost by the store (Redis lost its data); retry the request.");
-      (void)co_await ctx.conn->write_last_chunk(sse::format_event(http::responses_error_event(e, cur.last + 1), "error"));
+      co_await end_in_band(*ctx.conn, e, true, cur.last + 1);
       ctx.end.outcome = obs::outcome::internal;
       ctx.end.reason = "response_lost";
       co_return;

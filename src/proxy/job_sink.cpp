@@ -291,14 +291,8 @@ void response_recorder::note_terminal(const event_facts& facts, std::string_view
 
 void response_recorder::fail(std::string_view code, std::string_view message) {
   if (!rec_ || rec_->state() != jobs::status::in_progress) return;
-  json::object e;
   const std::int64_t seq = rec_->last_seq() + 1;
-  e["type"] = "error";
-  e["sequence_number"] = seq;
-  e["code"] = code;
-  e["message"] = message;
-  e["param"] = nullptr;
-  rec_->append(seq, sse_text("error", json::serialize(e)));  // may not fit: the record still ends failed
+  rec_->append(seq, jobs::error_event_text(seq, code, message));  // may not fit: the record still ends failed
   rec_->finish(jobs::status::failed, response_object_with(object_, jobs::status::failed, code, message));
 }
 

@@ -12,6 +12,7 @@
 
 #include "http/server.hpp"
 #include "proxy/attempts.hpp"
+#include "proxy/job_runner.hpp"
 #include "proxy/options.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/request_context.hpp"
@@ -46,7 +47,7 @@ struct admission_ticket {
   admission::permit slot;
 };
 
-class pipeline final : public http::request_handler {
+class pipeline final : public http::request_handler, public job_runner {
  public:
   pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls);
 
@@ -60,11 +61,11 @@ class pipeline final : public http::request_handler {
   task<void> run_jobs(jobs::memory_store& store);
   // One job, already started (in_progress), run on this pipeline's thread into its record through
   // the same attempt loop and relay as a client's request; returns once the record is final.
-  // (--queue redis: redis_worker takes the jobs and calls this.)
-  task<void> run_job(std::shared_ptr<jobs::response_record> rec);
+  // (--queue redis: redis_worker takes the jobs and calls this, through job_runner.)
+  task<void> run_job(std::shared_ptr<jobs::response_record> rec) override;
   // A foreground job (rec->wire(): --queue redis, a front's client waits on it), run the same way
   // into its record as the answer's head and body pieces (wire_job.hpp).
-  task<void> run_wire_job(std::shared_ptr<jobs::response_record> rec);
+  task<void> run_wire_job(std::shared_ptr<jobs::response_record> rec) override;
 
   // This thread's client for upstream i (its keep-alive pool).
   upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
@@ -160,6 +161,9 @@ class pipeline final : public http::request_handler {
   task<void> serve_probe(request_context& ctx, const http::request& req);
 
   bool keep_alive(const http::request& req) const noexcept;
+
+  // relay_queued's steps (queued_forward.cpp): they answer through send_error and refuse.
+  friend class queued_relay;
 
   const shared_config& cfg_;
   std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools

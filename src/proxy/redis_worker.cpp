@@ -2,9 +2,9 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "jobs/redis_outage.hpp"
 #include "observability/log.hpp"
 #include "proxy/job_sink.hpp"
-#include "proxy/pipeline.hpp"
 
 namespace sluice::proxy {
 
@@ -135,11 +135,10 @@ task<void> redis_worker::pull_loop(runtime::task_group& group) {
       }
       free -= std::min(free, got.size());
       if (group_ready && free > 0) {
-        jobs::redis_failure failure = jobs::redis_failure::none;
         asked = free;
-        auto more = co_await queue_.take(*c, free, failure);
-        if (failure != jobs::redis_failure::none) metrics_.redis_error(jobs::metrics::redis_op::take);
-        for (auto& j : more) got.push_back(std::move(j));
+        auto more = co_await queue_.take(*c, free);
+        if (!more) metrics_.redis_error(jobs::metrics::redis_op::take);
+        else for (auto& j : *more) got.push_back(std::move(j));
       }
     }
     for (auto& j : got) {
@@ -168,9 +167,9 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
   } held{*this};
   auto* c = redis_.current();
   if (!c) co_return;  // not a pool thread: not reached
-  jobs::redis_failure failure = jobs::redis_failure::none;
-  auto stored = co_await queue_.load(*c, job.id, failure);
-  if (failure != jobs::redis_failure::none) co_return;  // still delivered: claimed after a lease
+  auto loaded = co_await queue_.load(*c, job.id);
+  if (!loaded) co_return;  // still delivered: claimed after a lease
+  auto& stored = *loaded;
   if (!stored) {
     // Queued, and its response gone before any retention began: Redis lost it (evicted, deleted).
     metrics_.vanished(jobs::metrics::vanished_kind::job);
@@ -218,87 +217,92 @@ task<void> redis_worker::run_one(jobs::queued_job job, std::size_t thread) {
 }
 
 task<void> redis_worker::mirror(std::shared_ptr<jobs::response_record> rec) {
-  auto ex = co_await net::this_coro::executor;
-  jobs::wakeup wake(ex);
+  jobs::wakeup wake(co_await net::this_coro::executor);
   rec->watch(wake.get_handle());  // not a follower: a recorded stream's orphan-timeout ignores it
-  std::int64_t last = -1;
-  std::string written = rec->object();  // start() stored it
   const bool foreground = !rec->wire().empty();
-  // Noted once: a foreground job's is no one's previous_response_id; a recorded stream's came with open().
-  bool upstream_id_noted = foreground || !rec->upstream_id().empty();
-  std::optional<runtime::steady::time_point> failing_since;
+  // start() stored the object. The upstream's id is noted once: a foreground job's is no one's
+  // previous_response_id; a recorded stream's came with open().
+  mirror_cursor cur{-1, rec->object(), foreground, foreground || !rec->upstream_id().empty()};
+  jobs::redis_outage outage(std::chrono::milliseconds(queue_.lease_ms()));
   for (;;) {
     // The state first: a final one means every event is in the record already.
     const auto st = rec->state();
-    auto batch = rec->read_after(last, mirror_batch_bytes);
+    auto batch = rec->read_after(cur.last, mirror_batch_bytes);
     std::string object = rec->object();
     const bool final_now = jobs::is_final(st) && batch.finished;
-    const bool changed = object != written;
+    const bool changed = object != cur.written;
     if (batch.events.empty() && !changed && !final_now) {
       co_await wake.wait(std::chrono::seconds(1));
       continue;
     }
-    std::vector<jobs::stored_event> events;
-    events.reserve(batch.events.size());
-    for (std::size_t i = 0; i < batch.events.size(); ++i) events.push_back({batch.seqs[i], std::move(batch.events[i])});
-    auto* c = redis_.current();
-    jobs::redis_failure failure = c ? jobs::redis_failure::none : jobs::redis_failure::unavailable;
-    // (No co_await inside a conditional expression: GCC 12 miscompiles it.)
-    bool ours = false;
-    if (c && !upstream_id_noted) {
-      if (const std::string up = rec->upstream_id(); !up.empty()) {
-        co_await queue_.note_upstream_id(*c, rec->id(), up);
-        upstream_id_noted = true;
-      }
+    const std::optional<jobs::status> new_state = final_now ? std::optional(st) : std::nullopt;
+    const auto ours = co_await copy_batch(*rec, cur, batch, new_state, object, changed);
+    if (!ours) {
+      if (!ride_out(*rec, outage, object)) co_return;
+      co_await sleep_for(mirror_retry);
+      continue;
     }
-    if (c) {
-      const std::optional<jobs::status> new_state = final_now ? std::optional(st) : std::nullopt;
-      const std::string new_object = changed || final_now ? object : std::string();
-      std::optional<std::int64_t> followed_ms_ago;
-      ours = co_await queue_.append(*c, rec->id(), events, new_state, new_object, final_now, failure, &followed_ms_ago,
-                                    foreground);
-      // Someone follows it through another front: the relaying process's orphan-timeout hears of it.
-      if (followed_ms_ago) rec->followed_elsewhere(runtime::steady::now() - std::chrono::milliseconds(*followed_ms_ago));
-      // A foreground job whose front stopped reading (killed, or its client's cancel lost): stopped
-      // after orphan-timeout, as a recorded stream with no follower is.
-      if (foreground && !final_now && followed_ms_ago &&
-          std::chrono::milliseconds(*followed_ms_ago) > queue_.settings().orphan_timeout) {
-        obs::log_warn("foreground job no longer read by its front: stopping it (orphan-timeout)",
-                      {{"request_id", rec->id()}, {"worker", queue_.worker()}});
-        metrics_.orphaned();
-        rec->cancel(response_object_with(object, jobs::status::cancelled));
-      }
-    }
-    if (failure == jobs::redis_failure::none && !ours) {
+    if (!*ours) {
       // Failed as worker_lost by another worker (this one's lease lapsed during an outage), or gone.
       obs::log_warn("job no longer this worker's: stopping it", {{"request_id", rec->id()}, {"worker", queue_.worker()}});
       rec->cancel(response_object_with(object, jobs::status::cancelled));
       co_return;
     }
-    if (failure != jobs::redis_failure::none) {
-      metrics_.redis_error(jobs::metrics::redis_op::append);
-      const auto now = runtime::steady::now();
-      if (!failing_since) {
-        failing_since = now;
-        obs::log_warn("job events cannot reach redis: retrying", {{"request_id", rec->id()}});
-      }
-      if (now - *failing_since >= std::chrono::milliseconds(queue_.lease_ms())) {
-        // Past redis-lease, not worker-loss-timeout: when Redis itself was away every process's
-        // leases lapsed together and the reapers wait (jobs::reap_gate), so the job may live on;
-        // when only this process lost Redis, others failed it worker_lost long ago. Either way,
-        // stop spending on it now.
-        obs::log_warn("job events could not reach redis for a lease: stopping the job", {{"request_id", rec->id()}});
-        rec->cancel(response_object_with(object, jobs::status::cancelled));
-        co_return;
-      }
-      co_await sleep_for(mirror_retry);
-      continue;
-    }
-    failing_since.reset();
-    last = batch.last_seq;
-    written = std::move(object);
+    outage.answered();
+    cur.last = batch.last_seq;
+    cur.written = std::move(object);
     if (final_now) co_return;
   }
+}
+
+task<result<bool>> redis_worker::copy_batch(jobs::response_record& rec, mirror_cursor& cur, jobs::event_batch& batch,
+                                            std::optional<jobs::status> final_state, const std::string& object,
+                                            bool changed) {
+  std::vector<jobs::stored_event> events;
+  events.reserve(batch.events.size());
+  for (std::size_t i = 0; i < batch.events.size(); ++i) events.push_back({batch.seqs[i], std::move(batch.events[i])});
+  auto* c = redis_.current();
+  if (!c) co_return jobs::redis_unavailable();
+  if (!cur.upstream_id_noted) {
+    if (const std::string up = rec.upstream_id(); !up.empty()) {
+      co_await queue_.note_upstream_id(*c, rec.id(), up);
+      cur.upstream_id_noted = true;
+    }
+  }
+  const bool final_now = final_state.has_value();
+  const std::string new_object = changed || final_now ? object : std::string();
+  std::optional<std::int64_t> followed_ms_ago;
+  auto ours = co_await queue_.append(*c, rec.id(), events, final_state, new_object, final_now, &followed_ms_ago,
+                                     cur.foreground);
+  if (followed_ms_ago) heard_followers(rec, *followed_ms_ago, cur.foreground && !final_now, object);
+  co_return ours;
+}
+
+void redis_worker::heard_followers(jobs::response_record& rec, std::int64_t followed_ms_ago, bool may_orphan,
+                                   const std::string& object) {
+  // Someone follows it through another front: the relaying process's orphan-timeout hears of it.
+  rec.followed_elsewhere(runtime::steady::now() - std::chrono::milliseconds(followed_ms_ago));
+  // A foreground job whose front stopped reading (killed, or its client's cancel lost): stopped
+  // after orphan-timeout, as a recorded stream with no follower is.
+  if (may_orphan && std::chrono::milliseconds(followed_ms_ago) > queue_.settings().orphan_timeout) {
+    obs::log_warn("foreground job no longer read by its front: stopping it (orphan-timeout)",
+                  {{"request_id", rec.id()}, {"worker", queue_.worker()}});
+    metrics_.orphaned();
+    rec.cancel(response_object_with(object, jobs::status::cancelled));
+  }
+}
+
+bool redis_worker::ride_out(jobs::response_record& rec, jobs::redis_outage& outage, const std::string& object) {
+  metrics_.redis_error(jobs::metrics::redis_op::append);
+  const auto v = outage.failed(runtime::steady::now());
+  if (v.began) obs::log_warn("job events cannot reach redis: retrying", {{"request_id", rec.id()}});
+  if (!v.give_up) return true;
+  // Past redis-lease, not worker-loss-timeout: when Redis itself was away every process's leases
+  // lapsed together and the reapers wait (jobs::reap_gate), so the job may live on; when only this
+  // process lost Redis, others failed it worker_lost long ago. Either way, stop spending on it now.
+  obs::log_warn("job events could not reach redis for a lease: stopping the job", {{"request_id", rec.id()}});
+  rec.cancel(response_object_with(object, jobs::status::cancelled));
+  return false;
 }
 
 bool redis_worker::unseal(jobs::stored_response& job) const {

@@ -1,7 +1,7 @@
 // redis_worker: the worker side of --queue redis (docs/queue.md, ADR 0010). A pull loop takes jobs
 // from the fleet's queue only into free slots (XREADGROUP with COUNT no larger than the free slots,
 // never more), and claims jobs a dead worker took but never started (XAUTOCLAIM after a lease).
-// Each job runs on one pool thread, through that thread's pipeline (pipeline::run_job: the same
+// Each job runs on one pool thread, through that thread's pipeline (job_runner::run_job: the same
 // attempt loop and relay as a client's request) into a local record, and a mirror on the same
 // thread copies the record's events and object into Redis as they come; a client's own recorded
 // Responses stream is mirrored the same way (on fronts too). An upkeep loop stops the jobs clients
@@ -25,8 +25,10 @@
 #include "jobs/metrics.hpp"
 #include "jobs/reap_gate.hpp"
 #include "jobs/redis_notifier.hpp"
+#include "jobs/redis_outage.hpp"
 #include "jobs/redis_queue.hpp"
 #include "jobs/wakeup.hpp"
+#include "proxy/job_runner.hpp"
 #include "proxy/services.hpp"
 #include "redis/client.hpp"
 #include "runtime/task_group.hpp"
@@ -34,11 +36,10 @@
 
 namespace sluice::proxy {
 
-class pipeline;
-
 class redis_worker {
  public:
-  using pipeline_of = std::function<pipeline&(std::size_t thread)>;
+  // The runner of thread `thread`'s jobs (its pipeline).
+  using pipeline_of = std::function<job_runner&(std::size_t thread)>;
 
   // `notifier` (may be null): wakes the pull loop when a job is queued, instead of its poll.
   // `seal` (may be null: no queue secret): opens a job's sealed client credential.
@@ -71,6 +72,22 @@ class redis_worker {
   task<void> run_recorded(std::shared_ptr<jobs::response_record> rec);
   // Copies the record into Redis until it is final and all of it is there.
   task<void> mirror(std::shared_ptr<jobs::response_record> rec);
+  // What a mirror copied so far.
+  struct mirror_cursor {
+    std::int64_t last = -1;  // the last event in Redis
+    std::string written;     // the object in Redis
+    bool foreground = false;
+    bool upstream_id_noted = false;
+  };
+  // One batch (and the object, when `changed`; its status, when `final_state`) into Redis: whether
+  // the response is still this process's to write; redis_unavailable() when Redis did not answer.
+  task<result<bool>> copy_batch(jobs::response_record& rec, mirror_cursor& cur, jobs::event_batch& batch,
+                                std::optional<jobs::status> final_state, const std::string& object, bool changed);
+  // A follower read the response `followed_ms_ago` (through any front); `may_orphan`: a foreground
+  // job not final, stopped when its front stopped reading for orphan-timeout.
+  void heard_followers(jobs::response_record& rec, std::int64_t followed_ms_ago, bool may_orphan, const std::string& object);
+  // One failed copy: false once Redis stayed away a whole lease (the job is then stopped).
+  bool ride_out(jobs::response_record& rec, jobs::redis_outage& outage, const std::string& object);
   // The job's sealed credential back among its headers (in this process only); false when it
   // does not open here (no queue secret, or another one than the front's).
   bool unseal(jobs::stored_response& job) const;

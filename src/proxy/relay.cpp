@@ -6,6 +6,7 @@
 
 #include "http/error_response.hpp"
 #include "proxy/event_scan.hpp"
+#include "proxy/in_band.hpp"
 
 namespace sluice::proxy {
 
@@ -151,9 +152,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
 task<void> sse_relay::fail_in_band() {
   // An in-band error event, then a clean end of the chunked body; never [DONE]. The Responses API
   // ends a broken stream with an `error` event whose sequence_number continues the upstream's.
-  std::string event = events_.ends_on_response_completed()
-                          ? sse::format_event(http::responses_error_event(*ending_, events_.last_sequence_number + 1), "error")
-                          : sse::format_event(http::error_body(*ending_));
+  std::string event = in_band_error(*ending_, events_.ends_on_response_completed(), events_.last_sequence_number + 1);
   res_.failure = std::move(*ending_);
   ending_.reset();
   auto w = co_await client_.write_chunk(event);
