@@ -222,7 +222,9 @@ TEST_F(controller_test, ZeroDepthQueueRefusesWhenFull) {
 }
 
 TEST_F(controller_test, QueueTimeoutRefusesAndKeepsTheSlot) {
-  controller c(opts(1, 4, 5ms), budget);
+  // The queue timeout is a real timer: long enough that no scheduling stall on a loaded machine lets
+  // it fire before the first poll() below has queued the waiter (5 ms did, once, under load).
+  controller c(opts(1, 4, 300ms), budget);
   auto holder = spawn_acquire(ctx, c);
   auto w = spawn_acquire(ctx, c);
   poll();
