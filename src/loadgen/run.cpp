@@ -50,96 +50,97 @@ void print_progress(detail::run_state& rs, const std::vector<std::unique_ptr<det
   std::fflush(stderr);
 }
 
-}  // namespace
+using thread_states = std::vector<std::unique_ptr<detail::thread_state>>;
 
-result<report> run(const options& opt) {
-  if (auto v = validate(opt); !v) return std::move(v).err();
-  auto target = parse_target(opt.target);
-  if (!target) return std::move(target).err();
-  auto endpoint = resolve(*target);
+// The target's address; source-ips needs it on IPv4 loopback.
+result<tcp::endpoint> checked_endpoint(const options& opt, const target_url& target) {
+  auto endpoint = resolve(target);
   if (!endpoint) return std::move(endpoint).err();
   if (opt.source_ips > 0 && !(endpoint->address().is_v4() && endpoint->address().is_loopback()))
     return error::make(errc::bad_request, "source-ips needs a target on an IPv4 loopback address (127.x.y.z), got " +
                                               endpoint->address().to_string());
-  runtime::raise_fd_limit();
+  return endpoint;
+}
 
-  // Declared before the pool: coroutine frames still in the io_contexts when the pool is
-  // destroyed (only after a forced stop) unlink themselves from these.
-  detail::run_state rs;
-  rs.opt = opt;
-  rs.endpoint = *endpoint;
-  rs.request = detail::build_request(opt, *target);
-  rs.total = opt.requests ? opt.requests : opt.concurrency;
-  rs.workers = std::min(opt.concurrency, rs.total);
-  const std::size_t threads = static_cast<std::size_t>(
-      opt.threads ? opt.threads : std::min<std::uint64_t>(runtime::default_threads(), rs.workers));
-  std::vector<std::unique_ptr<detail::thread_state>> states;
-
-  report rep;
-  const int pid = static_cast<int>(opt.pid);
-  if (pid) rep.baseline_rss_bytes = rep.peak_rss_bytes = runtime::read_rss_bytes(pid);
-
-  bool forced = false;
-  {
-    runtime::worker_pool pool(threads);
-    for (std::size_t i = 0; i < threads; ++i) states.push_back(std::make_unique<detail::thread_state>(pool.context(i)));
-    rs.start = clock::now();
-    rs.deadline = rs.start + std::chrono::duration_cast<clock::duration>(opt.duration_limit);
-    rs.running = rs.workers;
-    for (std::uint64_t w = 0; w < rs.workers; ++w) ++states[w % threads]->workers_left;
-    for (auto& ts : states) {
-      if (ts->workers_left == 0) continue;
-      ts->deadline_timer->expires_at(rs.deadline);
-      ts->deadline_timer->async_wait([t = ts.get()](error_code ec) {
-        if (!ec) t->expire();
-      });
-    }
-    for (std::uint64_t w = 0; w < rs.workers; ++w) {
-      detail::thread_state* ts = states[w % threads].get();
-      net::co_spawn(*ts->ioc, detail::worker(ts, &rs, w), [ts, rsp = &rs](std::exception_ptr e) {
-        if (e && !ts->crash) ts->crash = e;
-        ts->worker_finished();
-        rsp->worker_finished();
-      });
-    }
-    pool.start();
-    pool.release();
-
-    const bool progress = opt.progress && isatty(STDERR_FILENO);
-    int tick = 0;
-    auto hard_stop = rs.deadline + stop_grace;
-    bool cancelled = false;
-    while (rs.running.load() > 0) {
-      {
-        std::unique_lock lock(rs.mutex);
-        rs.done.wait_for(lock, sample_period, [&] { return rs.running.load() == 0; });
-      }
-      if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
-      if (progress && ++tick % ticks_per_progress == 0) print_progress(rs, states);
-      if (!cancelled && opt.cancel && opt.cancel->load()) {
-        // Cancelled: end the run now, exactly as the deadline would (each thread expires itself).
-        cancelled = true;
-        hard_stop = std::min(hard_stop, clock::now() + stop_grace);
-        for (auto& ts : states) net::post(*ts->ioc, [t = ts.get()] { t->expire(); });
-      }
-      if (rs.running.load() > 0 && clock::now() > hard_stop) {
-        forced = true;
-        break;
-      }
-    }
-    if (progress) std::fputs("\r\033[K", stderr);
-    if (forced) pool.stop();
-    pool.join();
-    for (auto& ts : states) ts->deadline_timer.reset();  // an I/O object must die before its io_context
-    if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
-    rep.wall_seconds = std::chrono::duration<double>(clock::now() - rs.start).count();
-    // A forced stop leaves requests uncounted; they were cut off by the deadline.
-    if (forced)
-      for (auto& ts : states) ts->stats.timeout += ts->in_flight;
-  }
-
-  histogram ttft, gap, e2e;
+// One thread_state per pool thread, the deadline armed on each thread with workers, and the
+// workers spawned round-robin over the threads. The clock starts here.
+void start_workers(runtime::worker_pool& pool, std::size_t threads, detail::run_state& rs, thread_states& states) {
+  for (std::size_t i = 0; i < threads; ++i) states.push_back(std::make_unique<detail::thread_state>(pool.context(i)));
+  rs.start = clock::now();
+  rs.deadline = rs.start + std::chrono::duration_cast<clock::duration>(rs.opt.duration_limit);
+  rs.running = rs.workers;
+  for (std::uint64_t w = 0; w < rs.workers; ++w) ++states[w % threads]->workers_left;
   for (auto& ts : states) {
+    if (ts->workers_left == 0) continue;
+    ts->deadline_timer->expires_at(rs.deadline);
+    ts->deadline_timer->async_wait([t = ts.get()](error_code ec) {
+      if (!ec) t->expire();
+    });
+  }
+  for (std::uint64_t w = 0; w < rs.workers; ++w) {
+    detail::thread_state* ts = states[w % threads].get();
+    net::co_spawn(*ts->ioc, detail::worker(ts, &rs, w), [ts, rsp = &rs](std::exception_ptr e) {
+      if (e && !ts->crash) ts->crash = e;
+      ts->worker_finished();
+      rsp->worker_finished();
+    });
+  }
+}
+
+// The calling thread while the workers run: samples RSS, prints progress, passes a cancel on to
+// every thread. True when workers outlived the grace after the deadline (or the cancel): a
+// forced stop.
+bool watch_workers(const options& opt, detail::run_state& rs, const thread_states& states, report& rep, int pid) {
+  const bool progress = opt.progress && isatty(STDERR_FILENO);
+  int tick = 0;
+  auto hard_stop = rs.deadline + stop_grace;
+  bool cancelled = false;
+  bool forced = false;
+  while (rs.running.load() > 0) {
+    {
+      std::unique_lock lock(rs.mutex);
+      rs.done.wait_for(lock, sample_period, [&] { return rs.running.load() == 0; });
+    }
+    if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
+    if (progress && ++tick % ticks_per_progress == 0) print_progress(rs, states);
+    if (!cancelled && opt.cancel && opt.cancel->load()) {
+      // Cancelled: end the run now, exactly as the deadline would (each thread expires itself).
+      cancelled = true;
+      hard_stop = std::min(hard_stop, clock::now() + stop_grace);
+      for (auto& ts : states) net::post(*ts->ioc, [t = ts.get()] { t->expire(); });
+    }
+    if (rs.running.load() > 0 && clock::now() > hard_stop) {
+      forced = true;
+      break;
+    }
+  }
+  if (progress) std::fputs("\r\033[K", stderr);
+  return forced;
+}
+
+// The run itself, on a pool of `threads`: it ends when every worker has, or by a forced stop after
+// the grace; the pool is gone on return. rep gets the RSS peak and the wall time.
+void run_workers(const options& opt, std::size_t threads, detail::run_state& rs, thread_states& states, report& rep,
+                 int pid) {
+  runtime::worker_pool pool(threads);
+  start_workers(pool, threads, rs, states);
+  pool.start();
+  pool.release();
+  const bool forced = watch_workers(opt, rs, states, rep, pid);
+  if (forced) pool.stop();
+  pool.join();
+  for (auto& ts : states) ts->deadline_timer.reset();  // an I/O object must die before its io_context
+  if (pid) rep.peak_rss_bytes = std::max(rep.peak_rss_bytes, runtime::read_rss_bytes(pid));
+  rep.wall_seconds = std::chrono::duration<double>(clock::now() - rs.start).count();
+  // A forced stop leaves requests uncounted; they were cut off by the deadline.
+  if (forced)
+    for (auto& ts : states) ts->stats.timeout += ts->in_flight;
+}
+
+// Every thread's counts and histograms into the report; a worker that threw fails the run.
+result<void> merge_threads(const thread_states& states, report& rep, histogram& ttft, histogram& gap,
+                           histogram& e2e) {
+  for (const auto& ts : states) {
     if (ts->crash) {
       try {
         std::rethrow_exception(ts->crash);
@@ -168,6 +169,39 @@ result<report> run(const options& opt) {
     gap.merge(s.gap);
     e2e.merge(s.e2e);
   }
+  return ok;
+}
+
+}  // namespace
+
+result<report> run(const options& opt) {
+  if (auto v = validate(opt); !v) return std::move(v).err();
+  auto target = parse_target(opt.target);
+  if (!target) return std::move(target).err();
+  auto endpoint = checked_endpoint(opt, *target);
+  if (!endpoint) return std::move(endpoint).err();
+  runtime::raise_fd_limit();
+
+  // Declared before the pool: coroutine frames still in the io_contexts when the pool is
+  // destroyed (only after a forced stop) unlink themselves from these.
+  detail::run_state rs;
+  rs.opt = opt;
+  rs.endpoint = *endpoint;
+  rs.request = detail::build_request(opt, *target);
+  rs.total = opt.requests ? opt.requests : opt.concurrency;
+  rs.workers = std::min(opt.concurrency, rs.total);
+  const std::size_t threads = static_cast<std::size_t>(
+      opt.threads ? opt.threads : std::min<std::uint64_t>(runtime::default_threads(), rs.workers));
+  thread_states states;
+
+  report rep;
+  const int pid = static_cast<int>(opt.pid);
+  if (pid) rep.baseline_rss_bytes = rep.peak_rss_bytes = runtime::read_rss_bytes(pid);
+
+  run_workers(opt, threads, rs, states, rep, pid);
+
+  histogram ttft, gap, e2e;
+  if (auto m = merge_threads(states, rep, ttft, gap, e2e); !m) return std::move(m).err();
   rep.failed = rep.connect_errors + rep.status_errors + rep.truncated + rep.malformed + rep.error_events + rep.timeouts;
   rep.requests = rep.ok + rep.abandoned_ok + rep.failed;
   rep.peak_open_streams = static_cast<std::uint64_t>(rs.peak_open.load());

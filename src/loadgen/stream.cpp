@@ -63,21 +63,26 @@ struct open_guard {
   run_state& rs;
 };
 
-// The request/response exchange. Timing and counters go to ts.stats; the verdict is returned.
-task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, net::steady_timer& timer) {
-  const options& opt = rs.opt;
+// Binds the socket to the next source address. The port is chosen at connect() for the whole
+// address pair (IP_BIND_ADDRESS_NO_PORT), so each source address brings its own ephemeral range.
+result_info bind_source(thread_state& ts, const options& opt, tcp::socket& sock) {
   error_code ec;
+  const auto source = net::ip::address_v4(0x7F000001u + static_cast<std::uint32_t>(ts.next_source++ % opt.source_ips));
+  sock.open(tcp::v4(), ec);
+  const int one = 1;
+  if (!ec && ::setsockopt(sock.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one) != 0)
+    ec = error_code(errno, boost::system::system_category());
+  if (!ec) sock.bind(tcp::endpoint(source, 0), ec);
+  if (ec) return fail(outcome::connect, "bind to " + source.to_string() + ": " + ec.message());
+  return {};
+}
 
+// Connects within the connect timeout; outcome::ok once connected.
+task<result_info> connect(thread_state& ts, run_state& rs, tcp::socket& sock, net::steady_timer& timer) {
+  const options& opt = rs.opt;
   if (opt.source_ips > 0) {
-    // The port is chosen at connect() for the whole address pair (IP_BIND_ADDRESS_NO_PORT), so
-    // each source address brings its own ephemeral range.
-    const auto source = net::ip::address_v4(0x7F000001u + static_cast<std::uint32_t>(ts.next_source++ % opt.source_ips));
-    sock.open(tcp::v4(), ec);
-    const int one = 1;
-    if (!ec && ::setsockopt(sock.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one) != 0)
-      ec = error_code(errno, boost::system::system_category());
-    if (!ec) sock.bind(tcp::endpoint(source, 0), ec);
-    if (ec) co_return fail(outcome::connect, "bind to " + source.to_string() + ": " + ec.message());
+    result_info bound = bind_source(ts, opt, sock);
+    if (bound.kind != outcome::ok) co_return bound;
   }
   timer.expires_after(opt.connect_timeout);
   auto connected = co_await (sock.async_connect(rs.endpoint, net::as_tuple(use_task)) ||
@@ -85,7 +90,168 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
   if (ts.stopping) co_return fail(outcome::timeout, "run stopped (deadline or cancel) while connecting");
   if (connected.index() == 1) co_return fail(outcome::connect, "connect timed out");
   if (auto cec = std::get<0>(std::get<0>(connected)); cec) co_return fail(outcome::connect, "connect: " + cec.message());
+  co_return result_info{};
+}
+
+// A response being read: the HTTP parser, the stream check over its body, and the bytes the parser
+// could not use yet. Timing and counters go to ts.stats.
+struct response_reader {
+  // What the bytes of one read led to.
+  enum class step { read_on, hold, end };
+
+  response_reader(thread_state& t, const options& o, clock::time_point sent_at)
+      : ts(t),
+        opt(o),
+        sent(sent_at),
+        check(o.stream, t.json, &t.stats.gap, o.path == "/v1/responses" ? wire::responses : wire::choices),
+        read_max(o.read_mode == mode::slow ? static_cast<std::size_t>(o.read_size) : t.read_buf.size()) {
+    parser.eager(true);
+    parser.header_limit(static_cast<std::uint32_t>(max_head_bytes));
+    if (opt.stream) parser.body_limit(boost::none);  // a stream is bounded by time, not size
+    else parser.body_limit(max_json_body_bytes);
+  }
+
+  thread_state& ts;
+  const options& opt;
+  const clock::time_point sent;
+  http::response_parser<http::buffer_body> parser;
+  stream_check check;
+  std::string carry;  // bytes the HTTP parser could not use yet: a partial head or chunk header
+  bool head_done = false;
+  const std::size_t read_max;
+  std::uint64_t counted_chunks = 0;
+  result_info ended;  // step::end's verdict
+
+  step take(std::string_view in, clock::time_point now);
+  step on_head();
+  result_info closed(error_code ec);
+  result_info finish(result_info r);
+  step end(result_info r) {
+    ended = std::move(r);
+    return step::end;
+  }
+};
+
+// Records timing for whatever arrived, whatever the verdict.
+result_info response_reader::finish(result_info r) {
+  if (auto ft = check.first_token()) ts.stats.ttft.record(nanos(*ft - sent));
+  if (r.kind == outcome::ok) ts.stats.e2e.record(nanos(clock::now() - sent));
+  ts.stats.chunks += check.chunks();
+  ts.live.chunks.fetch_add(check.chunks() - counted_chunks, std::memory_order_relaxed);
+  return r;
+}
+
+// The peer closed (cleanly or not). Whether that is a complete message is the parser's call.
+result_info response_reader::closed(error_code ec) {
+  if (!parser.got_some()) return fail(outcome::truncated, "closed before any response: " + ec.message());
+  error_code eof_ec;
+  if (ec == net::error::eof) parser.put_eof(eof_ec);
+  else eof_ec = ec;
+  if (!head_done) return fail(outcome::truncated, "closed inside the response head");
+  const verdict v = check.finish(!eof_ec && parser.is_done());
+  return from_verdict(v, check.reason());
+}
+
+// Feeds one read's bytes (after what was carried) to the parser and the body to the check.
+response_reader::step response_reader::take(std::string_view in, clock::time_point now) {
+  if (!carry.empty()) {
+    carry.append(in);
+    in = carry;
+  }
+  error_code ec;
+  std::size_t used = 0;
+  while (used < in.size() && !parser.is_done()) {
+    auto& body = parser.get().body();
+    body.data = ts.body_buf.data();
+    body.size = ts.body_buf.size();
+    body.more = true;
+    const std::size_t k = parser.put(net::buffer(in.data() + used, in.size() - used), ec);
+    used += k;
+    const std::size_t body_n = ts.body_buf.size() - body.size;
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec && ec != http::error::need_more) return end(fail(outcome::malformed, "bad HTTP response: " + ec.message()));
+    if (!head_done && parser.is_header_done()) {
+      head_done = true;
+      if (const step s = on_head(); s != step::read_on) return s;
+    }
+    if (body_n > 0 && !check.feed(std::string_view(ts.body_buf.data(), body_n), now))
+      return end(from_verdict(check.state(), check.reason()));
+    if (opt.read_mode == mode::abandon && check.chunks() >= opt.abandon_after && !parser.is_done())
+      return end({outcome::abandoned_ok, {}});
+    if (ec == http::error::need_more) break;
+  }
+  ts.live.chunks.fetch_add(check.chunks() - counted_chunks, std::memory_order_relaxed);
+  counted_chunks = check.chunks();
+  if (parser.is_done()) return end(from_verdict(check.finish(true), check.reason()));
+
+  // Keep only what the parser has not used; it is at most a partial head or chunk header.
+  if (in.data() == carry.data()) carry.erase(0, used);
+  else carry.assign(in.substr(used));
+  if (carry.size() > max_head_bytes) return end(fail(outcome::malformed, "response head or chunk header too large"));
+  return step::read_on;
+}
+
+// The response head: its status counted and checked, the content type of a stream; never_read
+// holds the connection from here.
+response_reader::step response_reader::on_head() {
+  const auto& head = parser.get();
+  const int status = static_cast<int>(head.result_int());
+  ++ts.stats.status_counts[status];
+  if ((status == 429 || status == 503) && head.find(http::field::retry_after) != head.end()) ++ts.stats.retry_after;
+  if (status < 200 || status > 299) return end(fail(outcome::status, "status " + std::to_string(status)));
+  if (opt.stream) {
+    auto ct = head[http::field::content_type];
+    if (!boost::beast::iequals(ct.substr(0, 17), "text/event-stream"))
+      return end(fail(outcome::malformed, "content-type is '" + std::string(ct) + "', not text/event-stream"));
+  }
+  if (opt.read_mode == mode::never_read) return step::hold;
+  return step::read_on;
+}
+
+// never_read: the connection is held open, unread, for opt.hold.
+task<result_info> hold(response_reader& rd, net::steady_timer& timer) {
+  timer.expires_after(rd.opt.hold);
+  error_code ec;
+  co_await timer.async_wait(ec_out(ec));
+  if (rd.ts.stopping) co_return rd.finish(fail(outcome::timeout, "run stopped (deadline or cancel) while holding"));
+  co_return rd.finish({outcome::abandoned_ok, {}});
+}
+
+// Reads the response until a verdict: "wait until readable, then read_some into the thread's
+// buffer", at the pace of the read mode.
+task<result_info> read_response(response_reader& rd, tcp::socket& sock, net::steady_timer& timer) {
+  thread_state& ts = rd.ts;
+  const options& opt = rd.opt;
+  error_code ec;
+  for (;;) {
+    co_await sock.async_wait(tcp::socket::wait_read, ec_out(ec));
+    if (ts.stopping) co_return rd.finish(fail(outcome::timeout, "run stopped (deadline or cancel) while reading"));
+    std::size_t n = 0;
+    if (!ec) n = sock.read_some(net::buffer(ts.read_buf.data(), rd.read_max), ec);
+    if (ec == net::error::would_block || ec == net::error::try_again) continue;
+    const auto now = clock::now();
+    if (ec) co_return rd.finish(rd.closed(ec));
+    ts.stats.bytes += n;
+    const response_reader::step s = rd.take(std::string_view(ts.read_buf.data(), n), now);
+    if (s == response_reader::step::hold) {
+      result_info held = co_await hold(rd, timer);
+      co_return held;
+    }
+    if (s == response_reader::step::end) co_return rd.finish(std::move(rd.ended));
+    if (opt.read_mode == mode::slow) {
+      timer.expires_after(opt.read_delay);
+      co_await timer.async_wait(ec_out(ec));
+      if (ts.stopping) co_return rd.finish(fail(outcome::timeout, "run stopped (deadline or cancel) while reading slowly"));
+    }
+  }
+}
+
+// The request/response exchange. Timing and counters go to ts.stats; the verdict is returned.
+task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, net::steady_timer& timer) {
+  result_info r = co_await connect(ts, rs, sock, timer);
+  if (r.kind != outcome::ok) co_return r;
   open_guard open(rs);
+  error_code ec;
   sock.set_option(tcp::no_delay(true), ec);
   // Reads are "wait until readable, then read_some into the thread's buffer": without this a
   // spurious wake-up would block the whole thread inside read_some.
@@ -95,107 +261,9 @@ task<result_info> exchange(thread_state& ts, run_state& rs, tcp::socket& sock, n
   co_await net::async_write(sock, net::buffer(rs.request), ec_out(ec));
   if (ts.stopping) co_return fail(outcome::timeout, "run stopped (deadline or cancel) while sending");
   if (ec) co_return fail(outcome::connect, "send: " + ec.message());
-  const auto sent = clock::now();
-
-  http::response_parser<http::buffer_body> parser;
-  parser.eager(true);
-  parser.header_limit(static_cast<std::uint32_t>(max_head_bytes));
-  if (opt.stream) parser.body_limit(boost::none);  // a stream is bounded by time, not size
-  else parser.body_limit(max_json_body_bytes);
-  stream_check check(opt.stream, ts.json, &ts.stats.gap,
-                     opt.path == "/v1/responses" ? wire::responses : wire::choices);
-  std::string carry;  // bytes the HTTP parser could not use yet: a partial head or chunk header
-  bool head_done = false;
-  const std::size_t read_max = opt.read_mode == mode::slow ? static_cast<std::size_t>(opt.read_size) : ts.read_buf.size();
-  std::uint64_t counted_chunks = 0;
-
-  // Records timing for whatever arrived, whatever the verdict.
-  auto finish = [&](result_info r) {
-    if (auto ft = check.first_token()) ts.stats.ttft.record(nanos(*ft - sent));
-    if (r.kind == outcome::ok) ts.stats.e2e.record(nanos(clock::now() - sent));
-    ts.stats.chunks += check.chunks();
-    ts.live.chunks.fetch_add(check.chunks() - counted_chunks, std::memory_order_relaxed);
-    return r;
-  };
-
-  for (;;) {
-    co_await sock.async_wait(tcp::socket::wait_read, ec_out(ec));
-    if (ts.stopping) co_return finish(fail(outcome::timeout, "run stopped (deadline or cancel) while reading"));
-    std::size_t n = 0;
-    if (!ec) n = sock.read_some(net::buffer(ts.read_buf.data(), read_max), ec);
-    if (ec == net::error::would_block || ec == net::error::try_again) continue;
-    const auto now = clock::now();
-    if (ec) {
-      // The peer closed (cleanly or not). Whether that is a complete message is the parser's call.
-      if (!parser.got_some()) co_return finish(fail(outcome::truncated, "closed before any response: " + ec.message()));
-      error_code eof_ec;
-      if (ec == net::error::eof) parser.put_eof(eof_ec);
-      else eof_ec = ec;
-      if (!head_done) co_return finish(fail(outcome::truncated, "closed inside the response head"));
-      const verdict v = check.finish(!eof_ec && parser.is_done());
-      co_return finish(from_verdict(v, check.reason()));
-    }
-    ts.stats.bytes += n;
-
-    std::string_view in(ts.read_buf.data(), n);
-    if (!carry.empty()) {
-      carry.append(in);
-      in = carry;
-    }
-    std::size_t used = 0;
-    while (used < in.size() && !parser.is_done()) {
-      auto& body = parser.get().body();
-      body.data = ts.body_buf.data();
-      body.size = ts.body_buf.size();
-      body.more = true;
-      const std::size_t k = parser.put(net::buffer(in.data() + used, in.size() - used), ec);
-      used += k;
-      const std::size_t body_n = ts.body_buf.size() - body.size;
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec && ec != http::error::need_more)
-        co_return finish(fail(outcome::malformed, "bad HTTP response: " + ec.message()));
-
-      if (!head_done && parser.is_header_done()) {
-        head_done = true;
-        const auto& head = parser.get();
-        const int status = static_cast<int>(head.result_int());
-        ++ts.stats.status_counts[status];
-        if ((status == 429 || status == 503) && head.find(http::field::retry_after) != head.end())
-          ++ts.stats.retry_after;
-        if (status < 200 || status > 299) co_return finish(fail(outcome::status, "status " + std::to_string(status)));
-        if (opt.stream) {
-          auto ct = head[http::field::content_type];
-          if (!boost::beast::iequals(ct.substr(0, 17), "text/event-stream"))
-            co_return finish(fail(outcome::malformed, "content-type is '" + std::string(ct) + "', not text/event-stream"));
-        }
-        if (opt.read_mode == mode::never_read) {
-          timer.expires_after(opt.hold);
-          co_await timer.async_wait(ec_out(ec));
-          if (ts.stopping) co_return finish(fail(outcome::timeout, "run stopped (deadline or cancel) while holding"));
-          co_return finish({outcome::abandoned_ok, {}});
-        }
-      }
-      if (body_n > 0 && !check.feed(std::string_view(ts.body_buf.data(), body_n), now))
-        co_return finish(from_verdict(check.state(), check.reason()));
-      if (opt.read_mode == mode::abandon && check.chunks() >= opt.abandon_after && !parser.is_done())
-        co_return finish({outcome::abandoned_ok, {}});
-      if (ec == http::error::need_more) break;
-    }
-    ts.live.chunks.fetch_add(check.chunks() - counted_chunks, std::memory_order_relaxed);
-    counted_chunks = check.chunks();
-    if (parser.is_done()) co_return finish(from_verdict(check.finish(true), check.reason()));
-
-    // Keep only what the parser has not used; it is at most a partial head or chunk header.
-    if (in.data() == carry.data()) carry.erase(0, used);
-    else carry.assign(in.substr(used));
-    if (carry.size() > max_head_bytes) co_return finish(fail(outcome::malformed, "response head or chunk header too large"));
-
-    if (opt.read_mode == mode::slow) {
-      timer.expires_after(opt.read_delay);
-      co_await timer.async_wait(ec_out(ec));
-      if (ts.stopping) co_return finish(fail(outcome::timeout, "run stopped (deadline or cancel) while reading slowly"));
-    }
-  }
+  response_reader rd(ts, rs.opt, clock::now());
+  r = co_await read_response(rd, sock, timer);
+  co_return r;
 }
 
 task<void> one_request(thread_state& ts, run_state& rs) {

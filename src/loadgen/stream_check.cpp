@@ -94,6 +94,13 @@ bool stream_check::on_response_event(const json::object& event, std::string_view
     fail(verdict::error_event, std::string(t) + ": " + clip(data));
     return false;
   }
+  if (!check_sequence(event, t)) return false;
+  if (t == "response.completed" && !check_completed(event)) return false;
+  content = response_has_content(event, t);
+  return true;
+}
+
+bool stream_check::check_sequence(const json::object& event, std::string_view t) {
   const auto* seq = event.if_contains("sequence_number");
   if (!seq || !(seq->is_int64() || seq->is_uint64())) {
     fail(verdict::malformed, std::string(t) + " without a sequence_number");
@@ -118,22 +125,23 @@ bool stream_check::on_response_event(const json::object& event, std::string_view
     return false;
   }
   ++next_sequence_;
-  if (t == "response.completed") {
-    const auto* r = event.if_contains("response");
-    const json::object* resp = r && r->is_object() ? &r->get_object() : nullptr;
-    const auto* status = resp ? resp->if_contains("status") : nullptr;
-    const auto* usage = resp ? resp->if_contains("usage") : nullptr;
-    if (!status || *status != "completed") {
-      fail(verdict::malformed, "response.completed without status \"completed\"");
-      return false;
-    }
-    if (!usage || !usage->is_object()) {
-      fail(verdict::malformed, "response.completed without usage");
-      return false;
-    }
-    saw_done_ = true;
+  return true;
+}
+
+bool stream_check::check_completed(const json::object& event) {
+  const auto* r = event.if_contains("response");
+  const json::object* resp = r && r->is_object() ? &r->get_object() : nullptr;
+  const auto* status = resp ? resp->if_contains("status") : nullptr;
+  const auto* usage = resp ? resp->if_contains("usage") : nullptr;
+  if (!status || *status != "completed") {
+    fail(verdict::malformed, "response.completed without status \"completed\"");
+    return false;
   }
-  content = response_has_content(event, t);
+  if (!usage || !usage->is_object()) {
+    fail(verdict::malformed, "response.completed without usage");
+    return false;
+  }
+  saw_done_ = true;
   return true;
 }
 

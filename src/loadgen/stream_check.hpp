@@ -71,6 +71,10 @@ class stream_check {
   bool on_event(const sse::event_view& ev, clock::time_point now);
   // A Responses API event (parsed): order, sequence numbers, the terminal event. False: it failed.
   bool on_response_event(const boost::json::object& event, std::string_view data, bool& content);
+  // Its sequence_number is the next one, and response.created comes first and only once.
+  bool check_sequence(const boost::json::object& event, std::string_view type);
+  // response.completed carries status "completed" and usage; nothing may follow it.
+  bool check_completed(const boost::json::object& event);
   void finish_whole(const boost::json::value& v);
   void fail(verdict v, std::string why);
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -65,7 +66,12 @@ class schema_cache {
 
  private:
   struct shard;
+  struct claim;
   std::chrono::steady_clock::time_point now() const;
+  claim find_or_claim(shard& s, std::uint64_t h, std::string text);
+  result<std::shared_ptr<const compiled_schema>> timed_compile(const boost::json::value& schema,
+                                                               compile_purpose purpose);
+  void land(shard& s, std::uint64_t h, std::string& text, const result<std::shared_ptr<const compiled_schema>>& r);
 
   cache_options opts_;
   std::size_t shard_entries_;  // per-shard caps: the sum never exceeds the global caps

@@ -151,73 +151,95 @@ result<std::uint32_t> compiler::compile_schema(const json::value& v, const std::
   }
   if (!v.is_object()) return refuse("a schema must be an object or a boolean", path);
   const json::object& o = v.get_object();
-  member_names names;
-  bool has_contains = o.contains("contains");
-  // Draft 7: "All other properties in a $ref object MUST be ignored" -- the $ref alone is the schema.
-  const bool ref_alone = dialect_ == dialect::draft7 && o.contains("$ref");
+  object_scope scope{idx, depth, is_root, o.contains("contains"), false, {}};
   // Drafts 7 and 2019-09: an array-form `items` is 2020-12's prefixItems, and `additionalItems`
   // beside it is 2020-12's items.
   const json::value* items = o.if_contains("items");
-  const bool tuple_items = dialect_ != dialect::draft2020_12 && items && items->is_array();
+  scope.tuple_items = dialect_ != dialect::draft2020_12 && items && items->is_array();
+  if (auto r = compile_members(n, o, path, scope); !r) return r.err();
+  settle_conditionals(n);
+  if (n.types & t_integer && !(n.types & t_number)) n.flags |= f_integer_only;
+  if (auto r = build_key_table(n, scope.names, path); !r) return r.err();
+  for (std::uint32_t c : scope.names.unmatched) side_children_.push_back({idx, c, true});
+  for (std::uint32_t c : scope.names.unmatched_in_place) side_children_.push_back({idx, c, false});
+  p_.nodes[idx] = std::move(n);
+  return idx;
+}
 
+// Every member of one schema object, in document order.
+result<void> compiler::compile_members(node& n, const json::object& o, const std::string& path, object_scope& scope) {
+  // Draft 7: "All other properties in a $ref object MUST be ignored" -- the $ref alone is the schema.
+  const bool ref_alone = dialect_ == dialect::draft7 && o.contains("$ref");
   for (const auto& kv : o) {
     std::string_view k = kv.key();
-    const json::value& val = kv.value();
     if (ref_alone && k != "$ref") continue;
-    std::string kp = path + "/" + escape_token(k);
-    std::size_t child_depth = descends(k) ? depth + 1 : depth;
-    if (is_annotation(k)) continue;
-    if (k == "$schema") {
-      // A schema only checked (check_only) may say $schema anywhere: generators repeat it.
-      if (check_only_ && !is_root) continue;
-      if (!is_root) return refuse("$schema is only supported at the root", kp);
-      // The root's was read by choose_dialect.
-    } else if (k == "$id") {
-      if (check_only_ && !is_root) continue;
-      if (!is_root) return refuse("$id is only supported at the root", kp);
-    } else if (k == "$defs" || k == "definitions") {
-      // `definitions` is draft 7's name for $defs; a $ref into either resolves by JSON pointer in
-      // every draft, so both are read as definitions whatever the dialect.
-      if (!val.is_object()) return refuse(std::string(k) + " must be an object", kp);
-      for (const auto& d : val.get_object()) {
-        std::string dp = kp + "/" + escape_token(d.key());
-        if (add_chars(code_points(d.key()))) return too_many_chars(dp);
-        auto r = compile_schema(d.value(), dp, depth);
-        if (!r) return std::move(r).err();
-      }
-    } else if (k == "$ref") {
-      if (!val.is_string()) return refuse("$ref must be a string", kp);
-      n.flags |= f_inplace;
-      has_refs_ = true;
-      refs_.push_back({idx, std::string(val.get_string()), kp});
-    } else if (foreign_keyword(k)) {
-      if (check_only_) continue;
-      return refuse("unsupported keyword \"" + std::string(k) + "\": not part of JSON Schema " +
-                        std::string(dialect_name(dialect_)),
-                    kp);
-    } else {
-      auto known = dialect_keyword(n, k, val, kp, depth, tuple_items, names);
-      if (known && !*known) known = assertion_keyword(n, k, val, kp, has_contains);
-      if (known && !*known) known = subschema_keyword(n, k, val, kp, child_depth);
-      if (known && !*known) known = object_keyword(n, k, val, kp, child_depth, names);
-      if (!known) return std::move(known).err();
-      // Unknown keywords are annotations in JSON Schema; only a schema that is checked, never
-      // validated against, may treat them so (a validator that ignored one would pass what it forbids).
-      if (!*known && !check_only_) return refuse("unsupported keyword \"" + std::string(k) + "\"", kp);
-    }
+    if (auto r = compile_member(n, k, kv.value(), path + "/" + escape_token(k), scope); !r) return r;
   }
+  return ok;
+}
+
+// One member k of a schema object (its pointer kp): an annotation, a core keyword ($schema, $id,
+// $defs, $ref), or a keyword of one of the families in compile_keywords.cpp.
+result<void> compiler::compile_member(node& n, std::string_view k, const json::value& val, const std::string& kp,
+                                      object_scope& scope) {
+  const std::size_t depth = scope.depth;
+  std::size_t child_depth = descends(k) ? depth + 1 : depth;
+  if (is_annotation(k)) return ok;
+  if (k == "$schema") {
+    // A schema only checked (check_only) may say $schema anywhere: generators repeat it.
+    if (check_only_ && !scope.is_root) return ok;
+    if (!scope.is_root) return refuse("$schema is only supported at the root", kp);
+    // The root's was read by choose_dialect.
+  } else if (k == "$id") {
+    if (check_only_ && !scope.is_root) return ok;
+    if (!scope.is_root) return refuse("$id is only supported at the root", kp);
+  } else if (k == "$defs" || k == "definitions") {
+    return compile_definitions(k, val, kp, depth);
+  } else if (k == "$ref") {
+    if (!val.is_string()) return refuse("$ref must be a string", kp);
+    n.flags |= f_inplace;
+    has_refs_ = true;
+    refs_.push_back({scope.idx, std::string(val.get_string()), kp});
+  } else if (foreign_keyword(k)) {
+    if (check_only_) return ok;
+    return refuse("unsupported keyword \"" + std::string(k) + "\": not part of JSON Schema " +
+                      std::string(dialect_name(dialect_)),
+                  kp);
+  } else {
+    auto known = dialect_keyword(n, k, val, kp, depth, scope.tuple_items, scope.names);
+    if (known && !*known) known = assertion_keyword(n, k, val, kp, scope.has_contains);
+    if (known && !*known) known = subschema_keyword(n, k, val, kp, child_depth);
+    if (known && !*known) known = object_keyword(n, k, val, kp, child_depth, scope.names);
+    if (!known) return std::move(known).err();
+    // Unknown keywords are annotations in JSON Schema; only a schema that is checked, never
+    // validated against, may treat them so (a validator that ignored one would pass what it forbids).
+    if (!*known && !check_only_) return refuse("unsupported keyword \"" + std::string(k) + "\"", kp);
+  }
+  return ok;
+}
+
+// `definitions` is draft 7's name for $defs; a $ref into either resolves by JSON pointer in every
+// draft, so both are read as definitions whatever the dialect.
+result<void> compiler::compile_definitions(std::string_view k, const json::value& val, const std::string& kp,
+                                           std::size_t depth) {
+  if (!val.is_object()) return refuse(std::string(k) + " must be an object", kp);
+  for (const auto& d : val.get_object()) {
+    std::string dp = kp + "/" + escape_token(d.key());
+    if (add_chars(code_points(d.key()))) return too_many_chars(dp);
+    auto r = compile_schema(d.value(), dp, depth);
+    if (!r) return std::move(r).err();
+  }
+  return ok;
+}
+
+// if/then/else keep only what has an effect: `if` alone has none, nor then/else without `if`.
+void compiler::settle_conditionals(node& n) {
   if (n.if_ != no_node) {
     if (n.then_ == no_node && n.else_ == no_node) n.if_ = no_node;  // `if` alone has no effect
     else n.flags |= f_inplace;
   } else {
     n.then_ = n.else_ = no_node;  // then/else without if have no effect
   }
-  if (n.types & t_integer && !(n.types & t_number)) n.flags |= f_integer_only;
-  if (auto r = build_key_table(n, names, path); !r) return r.err();
-  for (std::uint32_t c : names.unmatched) side_children_.push_back({idx, c, true});
-  for (std::uint32_t c : names.unmatched_in_place) side_children_.push_back({idx, c, false});
-  p_.nodes[idx] = std::move(n);
-  return idx;
 }
 
 // Local references only: "#", "#/json/pointer", or the root $id followed by one of those.

@@ -9,15 +9,17 @@
 
 namespace sluice::schema::detail {
 
-result<void> compiler::build_key_table(node& n, const member_names& names, const std::string& path) {
+// The names of one node's table, each with its `properties` subschema and its index among the
+// tracked names (those required/dependentRequired mention), gathered by build_key_table.
+struct compiler::key_names {
   std::map<std::string, key_entry> table;
-  for (const auto& [name, node_idx] : names.properties) table[name].prop = node_idx;
   std::vector<std::string> tracked;
   // Names that only required/dependentRequired mention count as properties of their own (and
   // towards max_total_chars); a name `properties` declares was counted there once already, so a
   // strict schema, which lists every property in `required`, is not counted twice.
-  std::size_t new_names = 0, new_chars = 0;
-  auto track = [&](const std::string& name) -> std::uint32_t {
+  std::size_t new_names = 0, new_chars = 0;  // since the last count_new_names
+
+  std::uint32_t track(const std::string& name) {
     key_entry& e = table[name];
     if (e.tracked == no_node) {
       e.tracked = static_cast<std::uint32_t>(tracked.size());
@@ -25,28 +27,17 @@ result<void> compiler::build_key_table(node& n, const member_names& names, const
       if (e.prop == no_node) ++new_names, new_chars += code_points(name);
     }
     return e.tracked;
-  };
-  auto count_new = [&](const char* keyword) -> result<void> {
-    properties_ += new_names;
-    if (properties_ > lim_.max_properties)
-      return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties",
-                    path + "/" + keyword);
-    if (add_chars(new_chars)) return too_many_chars(path + "/" + keyword);
-    new_names = new_chars = 0;
-    return ok;
-  };
-  std::vector<std::uint32_t> req;
-  for (const auto& r : names.required) req.push_back(track(r));
-  if (auto r = count_new("required"); !r) return r;
-  std::vector<dependency> deps;
-  for (const auto& [trigger, needs] : names.dependent) {
-    dependency d{track(trigger), {}};
-    std::vector<std::uint32_t> ns;
-    for (const auto& x : needs) ns.push_back(track(x));
-    d.needs = append(p_.indices, ns);
-    deps.push_back(d);
   }
-  if (auto r = count_new("dependentRequired"); !r) return r;
+};
+
+result<void> compiler::build_key_table(node& n, const member_names& names, const std::string& path) {
+  key_names keys;
+  for (const auto& [name, node_idx] : names.properties) keys.table[name].prop = node_idx;
+  std::vector<std::uint32_t> req;
+  for (const auto& r : names.required) req.push_back(keys.track(r));
+  if (auto r = count_new_names(keys, path, "required"); !r) return r;
+  std::vector<dependency> deps = track_dependencies(names, keys);
+  if (auto r = count_new_names(keys, path, "dependentRequired"); !r) return r;
   n.required = append(p_.indices, req);
   for (const std::uint32_t t : req) {
     if (t < 64) n.required_mask |= std::uint64_t{1} << t;
@@ -54,8 +45,43 @@ result<void> compiler::build_key_table(node& n, const member_names& names, const
   }
   n.dependencies = append(p_.dependencies, deps);
   std::vector<text_ref> tracked_refs;
-  for (const auto& t : tracked) tracked_refs.push_back(p_.add_text(t));
+  for (const auto& t : keys.tracked) tracked_refs.push_back(p_.add_text(t));
   n.tracked_names = append(p_.names, tracked_refs);
+  std::vector<key_entry> entries = key_entries(keys.table);
+  link_schema_order(n, names, keys.table, entries);
+  std::vector<key_slot> slots = place_keys(n, entries);
+  n.keys = append(p_.keys, entries);
+  n.key_slots = append(p_.slots, slots);
+  return ok;
+}
+
+// Adds the names tracked since the last call to the schema's counts of properties and characters;
+// the refusal names `keyword` of the object at `path`.
+result<void> compiler::count_new_names(key_names& keys, const std::string& path, const char* keyword) {
+  properties_ += keys.new_names;
+  if (properties_ > lim_.max_properties)
+    return refuse("schema has more than " + std::to_string(lim_.max_properties) + " properties",
+                  path + "/" + keyword);
+  if (add_chars(keys.new_chars)) return too_many_chars(path + "/" + keyword);
+  keys.new_names = keys.new_chars = 0;
+  return ok;
+}
+
+// dependentRequired: each trigger and the names it needs, tracked (the needs in p_.indices).
+std::vector<dependency> compiler::track_dependencies(const member_names& names, key_names& keys) {
+  std::vector<dependency> deps;
+  for (const auto& [trigger, needs] : names.dependent) {
+    dependency d{keys.track(trigger), {}};
+    std::vector<std::uint32_t> ns;
+    for (const auto& x : needs) ns.push_back(keys.track(x));
+    d.needs = append(p_.indices, ns);
+    deps.push_back(d);
+  }
+  return deps;
+}
+
+// The table's entries in name order, their names stored and hashed.
+std::vector<key_entry> compiler::key_entries(std::map<std::string, key_entry>& table) {
   std::vector<key_entry> entries;
   entries.reserve(table.size());
   for (auto& [name, e] : table) {
@@ -63,7 +89,12 @@ result<void> compiler::build_key_table(node& n, const member_names& names, const
     e.hash = key_hash(name);
     entries.push_back(std::move(e));
   }
-  // The schema order of `properties`, as links between the (name-sorted) entries.
+  return entries;
+}
+
+// The schema order of `properties`, as links between the (name-sorted) entries.
+void compiler::link_schema_order(node& n, const member_names& names, const std::map<std::string, key_entry>& table,
+                                 std::vector<key_entry>& entries) {
   auto index_of = [&](const std::string& name) {
     return static_cast<std::uint32_t>(std::distance(table.begin(), table.find(name)));
   };
@@ -74,10 +105,6 @@ result<void> compiler::build_key_table(node& n, const member_names& names, const
     else if (entries[prev].next == no_node && prev != i) entries[prev].next = i;
     prev = i;
   }
-  std::vector<key_slot> slots = place_keys(n, entries);
-  n.keys = append(p_.keys, entries);
-  n.key_slots = append(p_.slots, slots);
-  return ok;
 }
 
 // The key table of a node: multiplicative hashing into a power-of-two table at most half full.

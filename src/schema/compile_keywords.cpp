@@ -52,6 +52,14 @@ result<bool> compiler::dialect_keyword(node& n, std::string_view k, const json::
 // and counts, pattern, format, uniqueItems. False when k is none of them.
 result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp,
                                          bool has_contains) {
+  auto known = value_keyword(n, k, val, kp);
+  if (known && !*known) known = bound_keyword(n, k, val, kp, has_contains);
+  if (known && !*known) known = string_keyword(n, k, val, kp);
+  return known;
+}
+
+// type, enum, const and uniqueItems. False when k is none of them.
+result<bool> compiler::value_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp) {
   if (k == "type") {
     auto r = parse_type(val, kp);
     if (!r) return std::move(r).err();
@@ -77,8 +85,20 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
     n.has_const = true;
     n.const_hash = hash_json(val);
     n.flags |= f_enum;
-  } else if (k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum" ||
-             k == "multipleOf") {
+  } else if (k == "uniqueItems") {
+    if (!val.is_bool()) return refuse("uniqueItems must be a boolean", kp);
+    if (val.get_bool()) n.flags |= f_array | f_unique;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Numeric bounds (minimum ... multipleOf) and the counts of lengths, items, contains and
+// properties. False when k is none of them.
+result<bool> compiler::bound_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp,
+                                     bool has_contains) {
+  if (k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum" || k == "multipleOf") {
     if (!val.is_number()) return refuse(std::string(k) + " must be a number", kp);
     double d = val.to_number<double>();
     n.flags |= f_numeric;
@@ -103,7 +123,15 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
     else if (k == "maxContains") { if (has_contains) n.max_contains = c; }
     else if (k == "minProperties") n.min_properties = c, n.flags |= f_object;
     else n.max_properties = c, n.flags |= f_object;
-  } else if (k == "pattern") {
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// pattern and format. False when k is neither.
+result<bool> compiler::string_keyword(node& n, std::string_view k, const json::value& val, const std::string& kp) {
+  if (k == "pattern") {
     if (!val.is_string()) return refuse("pattern must be a string", kp);
     if (check_only_) {  // nothing is matched against it: only its size is bounded, no regex is built
       if (auto c = check_pattern_length(val.get_string(), kp, lim_); !c) return std::move(c).err();
@@ -121,9 +149,6 @@ result<bool> compiler::assertion_keyword(node& n, std::string_view k, const json
       return refuse("unsupported format \"" + std::string(val.get_string()) + "\"", kp);
     n.format = f;
     n.flags |= f_string | f_needs_content;
-  } else if (k == "uniqueItems") {
-    if (!val.is_bool()) return refuse("uniqueItems must be a boolean", kp);
-    if (val.get_bool()) n.flags |= f_array | f_unique;
   } else {
     return false;
   }

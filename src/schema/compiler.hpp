@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,6 +53,16 @@ class compiler {
     std::vector<std::uint32_t> unmatched_in_place;  // check_only: draft 7's schema-valued dependencies
   };
 
+  // What every member of one schema object shares while its keywords are read.
+  struct object_scope {
+    std::uint32_t idx;   // the object's node
+    std::size_t depth;   // its depth (a descending keyword's subschemas are one deeper)
+    bool is_root;
+    bool has_contains;   // minContains/maxContains count only beside `contains`
+    bool tuple_items;    // drafts 7 and 2019-09: `items` is an array (additionalItems applies)
+    member_names names;
+  };
+
   struct pending_ref {
     std::uint32_t node;
     std::string ref;
@@ -69,6 +80,12 @@ class compiler {
                                std::size_t depth, bool tuple_items, member_names& names);
   result<std::uint32_t> compile_schema(const boost::json::value& v, const std::string& path, std::size_t depth,
                                        bool is_root = false);
+  result<void> compile_members(node& n, const boost::json::object& o, const std::string& path, object_scope& scope);
+  result<void> compile_member(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
+                              object_scope& scope);
+  result<void> compile_definitions(std::string_view k, const boost::json::value& val, const std::string& kp,
+                                   std::size_t depth);
+  static void settle_conditionals(node& n);
   result<void> resolve_refs();
   static bool is_container_keyword(std::string_view t);
   static const boost::json::value* step(const boost::json::value& v, const std::string& token);
@@ -88,6 +105,10 @@ class compiler {
   // for a keyword outside its family.
   result<bool> assertion_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
                                  bool has_contains);
+  result<bool> value_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp);
+  result<bool> bound_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
+                             bool has_contains);
+  result<bool> string_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp);
   result<bool> subschema_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
                                  std::size_t child_depth);
   result<bool> object_keyword(node& n, std::string_view k, const boost::json::value& val, const std::string& kp,
@@ -98,7 +119,13 @@ class compiler {
   result<std::vector<std::string>> parse_names(const boost::json::value& v, const std::string& path);
 
   // compile_key_table.cpp
+  struct key_names;
   result<void> build_key_table(node& n, const member_names& names, const std::string& path);
+  result<void> count_new_names(key_names& keys, const std::string& path, const char* keyword);
+  std::vector<dependency> track_dependencies(const member_names& names, key_names& keys);
+  std::vector<key_entry> key_entries(std::map<std::string, key_entry>& table);
+  static void link_schema_order(node& n, const member_names& names, const std::map<std::string, key_entry>& table,
+                                std::vector<key_entry>& entries);
   static std::vector<key_slot> place_keys(node& n, const std::vector<key_entry>& entries);
 
   const boost::json::value& root_;

@@ -127,28 +127,8 @@ result<std::string> pick_tool(api kind, const json::object& o) {
   return std::string();
 }
 
-}  // namespace
-
-bool valid_function_name(std::string_view name) noexcept {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-      return false;
-  return true;
-}
-
-result<request_settings> resolve_settings(const options& opts, const header_overrides& h) {
-  request_settings s;
-  s.tokens = opts.tokens;
-  s.token_size = opts.token_size;
-  s.ttft = opts.ttft;
-  s.token_delay = opts.token_delay;
-  s.header_delay = opts.header_delay;
-  s.retry_after = opts.retry_after;
-  s.stall_after = opts.stall_after;
-  s.reset_after = opts.reset_after;
-  s.malformed_after = opts.malformed_after;
-
+// x-sim-tokens and x-sim-token-size, within their bounds.
+result<void> apply_sizes(request_settings& s, const header_overrides& h) {
   struct count_field { std::string_view name, value; std::uint64_t* target; };
   for (auto [name, value, target] : {count_field{"x-sim-tokens", h.tokens, &s.tokens},
                                      count_field{"x-sim-token-size", h.token_size, &s.token_size}}) {
@@ -159,7 +139,11 @@ result<request_settings> resolve_settings(const options& opts, const header_over
   }
   if (s.token_size == 0 || s.token_size > 1024 * 1024) return bad("x-sim-token-size: expected 1..1048576");
   if (s.tokens > 10'000'000) return bad("x-sim-tokens: at most 10000000");
+  return ok;
+}
 
+// x-sim-ttft, x-sim-token-delay, x-sim-header-delay and x-sim-retry-after.
+result<void> apply_durations(request_settings& s, const header_overrides& h) {
   struct duration_field { std::string_view name, value; duration* target; };
   for (auto [name, value, target] : {duration_field{"x-sim-ttft", h.ttft, &s.ttft},
                                      duration_field{"x-sim-token-delay", h.token_delay, &s.token_delay},
@@ -170,7 +154,11 @@ result<request_settings> resolve_settings(const options& opts, const header_over
     if (!r) return std::move(r).err();
     *target = *r;
   }
+  return ok;
+}
 
+// x-sim-fault (with x-sim-fault-after) and x-sim-status: either pins the request's faults.
+result<void> apply_faults(request_settings& s, const header_overrides& h) {
   std::uint64_t after = 0;
   if (!h.fault_after.empty()) {
     auto r = header_count("x-sim-fault-after", h.fault_after);
@@ -198,6 +186,12 @@ result<request_settings> resolve_settings(const options& opts, const header_over
     s.fault = status_fault::forced;
     s.status = static_cast<int>(*r);
   }
+  return ok;
+}
+
+// The exact output: x-sim-content-b64 or x-sim-content, a script entry's per-choice contents, and
+// x-sim-tool-call.
+result<void> apply_content(request_settings& s, const header_overrides& h) {
   if (!h.content_b64.empty()) {
     s.content = decode_base64(h.content_b64);
     if (!s.content) return bad("x-sim-content-b64: not valid base64");
@@ -213,6 +207,100 @@ result<request_settings> resolve_settings(const options& opts, const header_over
       return bad("x-sim-tool-call: expected a function name (1..64 of a-z, A-Z, 0-9, _ and -)");
     s.tool_call = std::string(h.tool_call);
   }
+  return ok;
+}
+
+// stream and stream_options.include_usage.
+result<void> read_stream(const json::object& o, completion_request& r) {
+  if (auto* s = o.if_contains("stream"); s && !s->is_null()) {
+    if (!s->is_bool()) return bad("stream must be a boolean", "stream");
+    r.stream = s->get_bool();
+  }
+  if (auto* so = o.if_contains("stream_options"); so && so->is_object())
+    if (auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool()) r.include_usage = iu->get_bool();
+  return ok;
+}
+
+// max_tokens / max_completion_tokens (the smaller wins) and n.
+result<void> read_limits(api kind, const json::object& o, completion_request& r) {
+  for (std::string_view key : {"max_tokens", "max_completion_tokens"}) {
+    auto m = positive_int(o, key);
+    if (!m) return std::move(m).err();
+    if (*m && (!r.max_tokens || **m < *r.max_tokens)) r.max_tokens = *m;
+  }
+  if (kind != api::responses) {  // the Responses API has no `n`
+    auto n = positive_int(o, "n");
+    if (!n) return std::move(n).err();
+    if (*n) {
+      if (**n > max_choices) return bad("n must be at most " + std::to_string(max_choices), "n");
+      r.n = static_cast<std::uint32_t>(**n);
+    }
+  }
+  return ok;
+}
+
+// The prompt's text bytes and per-message overhead, from which its tokens are estimated.
+struct prompt_size {
+  std::uint64_t bytes = 0, overhead = 0;
+};
+
+// The prompt of each API: chat messages, Responses input (and its max_output_tokens), a legacy
+// completion's prompt.
+result<prompt_size> read_prompt(api kind, const json::object& o, completion_request& r) {
+  prompt_size size;
+  if (kind == api::chat) {
+    auto* msgs = o.if_contains("messages");
+    if (!msgs || !msgs->is_array() || msgs->get_array().empty())
+      return bad("messages must be a non-empty array", "messages");
+    for (const auto& m : msgs->get_array()) {
+      if (!m.is_object()) return bad("each message must be an object", "messages");
+      if (auto* c = m.get_object().if_contains("content")) size.bytes += text_bytes(*c);
+      size.overhead += 4;  // role and framing, roughly as OpenAI counts them
+    }
+  } else if (kind == api::responses) {
+    auto* input = o.if_contains("input");
+    if (!input || !(input->is_string() || input->is_array())) return bad("input must be a string or an array", "input");
+    if (input->is_string()) size.bytes = input->get_string().size();
+    else
+      for (const auto& item : input->get_array())
+        if (item.is_object())
+          if (auto* c = item.get_object().if_contains("content")) size.bytes += text_bytes(*c);
+    auto m = positive_int(o, "max_output_tokens");
+    if (!m) return std::move(m).err();
+    if (*m) r.max_tokens = *m;
+  } else {
+    auto* prompt = o.if_contains("prompt");
+    if (!prompt || !(prompt->is_string() || prompt->is_array())) return bad("prompt must be a string or an array", "prompt");
+    size.bytes = text_bytes(*prompt);
+  }
+  return size;
+}
+
+}  // namespace
+
+bool valid_function_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+result<request_settings> resolve_settings(const options& opts, const header_overrides& h) {
+  request_settings s;
+  s.tokens = opts.tokens;
+  s.token_size = opts.token_size;
+  s.ttft = opts.ttft;
+  s.token_delay = opts.token_delay;
+  s.header_delay = opts.header_delay;
+  s.retry_after = opts.retry_after;
+  s.stall_after = opts.stall_after;
+  s.reset_after = opts.reset_after;
+  s.malformed_after = opts.malformed_after;
+  if (auto r = apply_sizes(s, h); !r) return std::move(r).err();
+  if (auto r = apply_durations(s, h); !r) return std::move(r).err();
+  if (auto r = apply_faults(s, h); !r) return std::move(r).err();
+  if (auto r = apply_content(s, h); !r) return std::move(r).err();
   if (s.content) s.tokens = (s.content->size() + s.token_size - 1) / s.token_size;
   return s;
 }
@@ -236,61 +324,16 @@ result<completion_request> parse_completion(api kind, std::string_view body, std
   auto* model = o.if_contains("model");
   if (!model || !model->is_string()) return bad("you must provide a model parameter", "model");
   r.model = model->get_string();
-
-  if (auto* s = o.if_contains("stream"); s && !s->is_null()) {
-    if (!s->is_bool()) return bad("stream must be a boolean", "stream");
-    r.stream = s->get_bool();
-  }
-  if (auto* so = o.if_contains("stream_options"); so && so->is_object())
-    if (auto* iu = so->get_object().if_contains("include_usage"); iu && iu->is_bool()) r.include_usage = iu->get_bool();
-
-  for (std::string_view key : {"max_tokens", "max_completion_tokens"}) {
-    auto m = positive_int(o, key);
-    if (!m) return std::move(m).err();
-    if (*m && (!r.max_tokens || **m < *r.max_tokens)) r.max_tokens = *m;
-  }
-
-  if (kind != api::responses) {  // the Responses API has no `n`
-    auto n = positive_int(o, "n");
-    if (!n) return std::move(n).err();
-    if (*n) {
-      if (**n > max_choices) return bad("n must be at most " + std::to_string(max_choices), "n");
-      r.n = static_cast<std::uint32_t>(**n);
-    }
-  }
-
-  std::uint64_t bytes = 0, overhead = 0;
-  if (kind == api::chat) {
-    auto* msgs = o.if_contains("messages");
-    if (!msgs || !msgs->is_array() || msgs->get_array().empty())
-      return bad("messages must be a non-empty array", "messages");
-    for (const auto& m : msgs->get_array()) {
-      if (!m.is_object()) return bad("each message must be an object", "messages");
-      if (auto* c = m.get_object().if_contains("content")) bytes += text_bytes(*c);
-      overhead += 4;  // role and framing, roughly as OpenAI counts them
-    }
-  } else if (kind == api::responses) {
-    auto* input = o.if_contains("input");
-    if (!input || !(input->is_string() || input->is_array())) return bad("input must be a string or an array", "input");
-    if (input->is_string()) bytes = input->get_string().size();
-    else
-      for (const auto& item : input->get_array())
-        if (item.is_object())
-          if (auto* c = item.get_object().if_contains("content")) bytes += text_bytes(*c);
-    auto m = positive_int(o, "max_output_tokens");
-    if (!m) return std::move(m).err();
-    if (*m) r.max_tokens = *m;
-  } else {
-    auto* prompt = o.if_contains("prompt");
-    if (!prompt || !(prompt->is_string() || prompt->is_array())) return bad("prompt must be a string or an array", "prompt");
-    bytes = text_bytes(*prompt);
-  }
+  if (auto v = read_stream(o, r); !v) return std::move(v).err();
+  if (auto v = read_limits(kind, o, r); !v) return std::move(v).err();
+  auto size = read_prompt(kind, o, r);
+  if (!size) return std::move(size).err();
   if (kind != api::completion) {
     auto tool = pick_tool(kind, o);
     if (!tool) return std::move(tool).err();
     r.tool_call = std::move(*tool);
   }
-  r.prompt_tokens = std::max<std::uint64_t>(1, (bytes + 3) / 4 + overhead);
+  r.prompt_tokens = std::max<std::uint64_t>(1, (size->bytes + 3) / 4 + size->overhead);
   const std::uint64_t salt = kind == api::chat ? 0x63686174ull : kind == api::completion ? 0x636d706cull : 0x72657370ull;
   r.hash = mix(fnv1a(body, mix(seed ^ salt)));
   return r;

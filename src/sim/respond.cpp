@@ -204,25 +204,32 @@ task<void> respond_whole(exchange& x) {
   x.end = co_await write_simple(x.c, res);
 }
 
-task<void> respond_stream(exchange& x) {
-  auto& w = x.c.owner;
-  choice_set choices(x.req, x.s.tokens, x.s.token_size, x.s.content, x.s.choice_contents);
-  bool ok = co_await pause(x, x.s.header_delay);
-  if (!ok) co_return;
-
-  const std::string& id = choices.front().id();
+// The head of a stream's response, framed into x.pending.
+void frame_stream_head(exchange& x, const std::string& id) {
   x.pending = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
   x.pending += "x-request-id: req_" + id.substr(id.find('-') + 1) + "\r\n";
   if (x.limits)
     for (const auto& [name, value] : ratelimit_headers(*x.limits))
       x.pending.append(name).append(": ").append(value).append("\r\n");
   x.pending += x.keep_alive ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
-  w.count.count_status(200);
-  // Headers go out before the first token, as a real upstream sends them.
-  ok = co_await flush(x);
+}
+
+// The reset or stall fault due after i tokens: what is framed goes out first, then the stream ends.
+task<void> end_stream_by_fault(exchange& x, std::uint64_t i) {
+  counters::inc(x.c.owner.count.faults_injected);
+  const bool ok = co_await flush(x);
   if (!ok) co_return;
-  ok = co_await pause(x, x.s.ttft);
-  if (!ok) co_return;
+  if (x.s.reset_after == i) {
+    x.close_stream();
+    reset_connection(x);
+  } else {
+    co_await stall(x);
+  }
+}
+
+// The stream's events from the first token to the last finish chunk. False: the stream ended
+// before (a fault, or the peer left).
+task<bool> stream_steps(exchange& x, choice_set& choices) {
   // Tokens follow a fixed schedule from the first one (token i is due i token delays after it), so
   // a late wakeup delays one token, not every token after it: streams that a busy moment bunched
   // together spread out again instead of staying in step.
@@ -236,38 +243,36 @@ task<void> respond_stream(exchange& x) {
   for (std::uint64_t i = 0;; ++i) {
     // Faults fire after i tokens, so K == n hits just before the (last) finish chunk.
     if (x.s.malformed_after == i) {
-      counters::inc(w.count.faults_injected);
+      counters::inc(x.c.owner.count.faults_injected);
       choices.front().append_malformed_event(x.event);
       frame_event(x);
     }
     if (x.s.reset_after == i || x.s.stall_after == i) {
-      counters::inc(w.count.faults_injected);
-      ok = co_await flush(x);
-      if (!ok) co_return;
-      if (x.s.reset_after == i) {
-        x.close_stream();
-        reset_connection(x);
-      } else {
-        co_await stall(x);
-      }
-      co_return;
+      co_await end_stream_by_fault(x, i);
+      co_return false;
     }
+    bool ok = true;
     if (i > 0 && i < n && x.s.token_delay > duration::zero()) {
       ok = co_await flush(x);
-      if (!ok) co_return;
+      if (!ok) co_return false;
       due += x.s.token_delay;
       ok = co_await wait_until(x, on_tick(due));
-      if (!ok) co_return;
+      if (!ok) co_return false;
     }
     // Step i: each choice's token i, or its finish chunk once its tokens ran out.
     choices.append_step(x.event, i);
     frame_event(x);
-    if (i == n) break;
+    if (i == n) co_return true;
     if (x.pending.size() >= flush_bytes) {
       ok = co_await flush(x);
-      if (!ok) co_return;
+      if (!ok) co_return false;
     }
   }
+}
+
+// After the last step: the usage chunk, [DONE] and the last HTTP chunk.
+task<void> finish_stream(exchange& x, choice_set& choices) {
+  auto& w = x.c.owner;
   if (x.req.include_usage) {
     choices.append_usage_chunk(x.event);
     frame_event(x);
@@ -281,8 +286,24 @@ task<void> respond_stream(exchange& x) {
   x.close_stream();
   counters::inc(w.count.streams_completed);
   counters::inc(w.count.completions_succeeded);
-  ok = co_await flush(x);
+  const bool ok = co_await flush(x);
   x.end = !ok ? response_end::peer_gone : x.keep_alive ? response_end::done : response_end::close;
+}
+
+task<void> respond_stream(exchange& x) {
+  choice_set choices(x.req, x.s.tokens, x.s.token_size, x.s.content, x.s.choice_contents);
+  bool ok = co_await pause(x, x.s.header_delay);
+  if (!ok) co_return;
+  frame_stream_head(x, choices.front().id());
+  x.c.owner.count.count_status(200);
+  // Headers go out before the first token, as a real upstream sends them.
+  ok = co_await flush(x);
+  if (!ok) co_return;
+  ok = co_await pause(x, x.s.ttft);
+  if (!ok) co_return;
+  ok = co_await stream_steps(x, choices);
+  if (!ok) co_return;
+  co_await finish_stream(x, choices);
 }
 
 task<void> respond(exchange& x) {
@@ -328,6 +349,44 @@ http::response<http::string_body> rate_limited(const rate_decision& d, bool keep
   return res;
 }
 
+// The simulator's request headers (x-sim-*), as overrides of its options.
+header_overrides sim_headers(const http::request<http::string_body>& req) {
+  return {header(req, "x-sim-tokens"),       header(req, "x-sim-ttft"),
+          header(req, "x-sim-token-delay"),  header(req, "x-sim-token-size"),
+          header(req, "x-sim-header-delay"), header(req, "x-sim-retry-after"),
+          header(req, "x-sim-fault"),        header(req, "x-sim-fault-after"),
+          header(req, "x-sim-status"),       header(req, "x-sim-content"),
+          header(req, "x-sim-content-b64"),  header(req, "x-sim-tool-call")};
+}
+
+// A stream opens: counted, and held in active_streams (and its peak) until close_stream.
+void open_stream(exchange& x) {
+  auto& w = x.c.owner;
+  counters::inc(w.count.streams_started);
+  x.gauge.emplace(w.count.active_streams);
+  if (const auto open = w.count.active_streams.load(std::memory_order_relaxed);
+      open > w.count.peak_active_streams.load(std::memory_order_relaxed))
+    w.count.peak_active_streams.store(open, std::memory_order_relaxed);
+  x.stream_open = true;
+}
+
+// The response and the peer watcher run side by side; whichever ends first cancels the other
+// (a finished response stops the watch; a departed peer cuts the response, even mid-wait).
+// They borrow `x` and its connection by reference, unlike detached coroutines: the group is
+// awaited right here and completes only after both have finished, so the caller's frame, which
+// holds `x`, outlives them.
+task<void> respond_beside_watch(exchange& x) {
+  auto ex = x.c.owner.ctx.get_executor();
+  // Named first, so no temporary of this full-expression lives across the suspension (GCC 12
+  // mishandles coroutine temporaries there).
+  auto group = net::experimental::make_parallel_group(net::co_spawn(ex, respond(x), net::deferred),
+                                                      net::co_spawn(ex, watch_peer(x.c), net::deferred));
+  auto [order, respond_error, watch_error] = co_await group.async_wait(net::experimental::wait_for_one(), use_task);
+  if (order[0] == 0 && respond_error) std::rethrow_exception(respond_error);  // a bug: reported by the session
+  (void)watch_error;  // the watcher ends by cancellation or by the peer leaving; neither is an error
+  if (order[0] == 1) x.end = response_end::peer_gone;  // the watcher won: the response was cut
+}
+
 }  // namespace
 
 task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req) {
@@ -337,12 +396,7 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   const gauge_hold running(w.count.completions_running);
   // The next script entry applies on top of the request's own headers, as if it were those headers.
   const std::optional<script_entry> entry = w.shared.control.pop();
-  header_overrides h{header(req, "x-sim-tokens"),       header(req, "x-sim-ttft"),
-                     header(req, "x-sim-token-delay"),  header(req, "x-sim-token-size"),
-                     header(req, "x-sim-header-delay"), header(req, "x-sim-retry-after"),
-                     header(req, "x-sim-fault"),        header(req, "x-sim-fault-after"),
-                     header(req, "x-sim-status"),       header(req, "x-sim-content"),
-                     header(req, "x-sim-content-b64"),  header(req, "x-sim-tool-call")};
+  header_overrides h = sim_headers(req);
   if (entry) entry->apply(h);
   auto settings = resolve_settings(w.opts, h);
   if (!settings) {
@@ -370,27 +424,8 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   exchange x{c, *settings, *creq, keep, pick_status_fault(*settings, w.opts, w.next_uniform()),
              net::steady_timer(w.ctx), {}, {}, false, response_end::peer_gone, {}};
   if (limits) x.limits = &*limits;
-  if (x.fault == status_fault::none && creq->stream) {
-    counters::inc(w.count.streams_started);
-    x.gauge.emplace(w.count.active_streams);
-    if (const auto open = w.count.active_streams.load(std::memory_order_relaxed);
-        open > w.count.peak_active_streams.load(std::memory_order_relaxed))
-      w.count.peak_active_streams.store(open, std::memory_order_relaxed);
-    x.stream_open = true;
-  }
-  // The response and the peer watcher run side by side; whichever ends first cancels the other
-  // (a finished response stops the watch; a departed peer cuts the response, even mid-wait).
-  // They borrow `x` and `c` by reference, unlike detached coroutines: the group is awaited right
-  // here and completes only after both have finished, so this frame outlives them.
-  auto ex = w.ctx.get_executor();
-  // Named first, so no temporary of this full-expression lives across the suspension (GCC 12
-  // mishandles coroutine temporaries there).
-  auto group = net::experimental::make_parallel_group(net::co_spawn(ex, respond(x), net::deferred),
-                                                      net::co_spawn(ex, watch_peer(c), net::deferred));
-  auto [order, respond_error, watch_error] = co_await group.async_wait(net::experimental::wait_for_one(), use_task);
-  if (order[0] == 0 && respond_error) std::rethrow_exception(respond_error);  // a bug: reported by the session
-  (void)watch_error;  // the watcher ends by cancellation or by the peer leaving; neither is an error
-  if (order[0] == 1) x.end = response_end::peer_gone;  // the watcher won: the response was cut
+  if (x.fault == status_fault::none && creq->stream) open_stream(x);
+  co_await respond_beside_watch(x);
   if (x.stream_open && x.end == response_end::peer_gone) {
     x.close_stream();
     counters::inc(w.count.streams_aborted);
