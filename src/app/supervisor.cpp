@@ -91,6 +91,11 @@ class supervisor {
   int run();
 
  private:
+  // run()'s steps: the listening sockets, the signals and the handover mesh; the first generation's
+  // workers; one wait for a signal, a ready worker or the next deadline.
+  result<void> set_up();
+  void start_workers();
+  void poll_once(std::vector<pollfd>& fds);
   result<void> bind_listener();
   static result<int> bind_address(const std::string& listen);
   bool spawn(generation& g, std::size_t position);
@@ -222,25 +227,40 @@ void supervisor::child(const generation& g, std::size_t row, int ready_w) {
 }
 
 int supervisor::run() {
-  if (auto r = bind_listener(); !r) {
+  if (auto r = set_up(); !r) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 1;
   }
+  start_workers();
+  std::vector<pollfd> fds;
+  while (phase_ != phase::stopping || !procs_.empty()) {
+    poll_once(fds);
+    on_timers(clock::now());
+  }
+  obs::log_info("supervisor stopped: every worker process has ended");
+  return exit_code_;
+}
+
+result<void> supervisor::set_up() {
+  if (auto r = bind_listener(); !r) return r;
   sigset_t mask;
   ::sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::sigaddset(&mask, s);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   sigfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd_ < 0) {
-    std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
-    return 1;
+    const int e = errno;
+    return error::make(errc::internal, std::string("signalfd: ") + std::strerror(e));
   }
   try {
     mesh_ = std::make_unique<runtime::handover_mesh>(pod_state::max_workers);
   } catch (const std::system_error& e) {
-    std::fprintf(stderr, "sluice serve: %s\n", e.what());
-    return 1;
+    return error::make(errc::internal, e.what());
   }
+  return ok;
+}
+
+void supervisor::start_workers() {
   pod_->processes.store(static_cast<std::uint32_t>(current_.processes));
   obs::log_info("supervisor starting worker processes",
                 {{"processes", static_cast<std::uint64_t>(current_.processes)},
@@ -248,39 +268,33 @@ int supervisor::run() {
                  {"listen", std::string_view(current_.opts->http.listen)}});
   for (std::size_t i = 0; i < current_.processes; ++i)
     if (!spawn(current_, i)) stop("a worker process could not be started");
+}
 
-  std::vector<pollfd> fds;
-  for (;;) {
-    if (phase_ == phase::stopping && procs_.empty()) break;
-    fds.clear();
-    fds.push_back({sigfd_, POLLIN, 0});
-    for (auto& p : procs_)
-      if (p.ready_fd >= 0) fds.push_back({p.ready_fd, POLLIN, 0});
-    int timeout = -1;
-    if (auto d = next_deadline()) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*d - clock::now()).count();
-      timeout = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
-    }
-    const int n = ::poll(fds.data(), fds.size(), timeout);
-    if (n < 0 && errno != EINTR) {
-      obs::log_error("supervisor poll failed", {{"error", std::string_view(std::strerror(errno))}});
-      stop("poll failed");
-    }
-    if (n > 0) {
-      for (std::size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        auto it = std::find_if(procs_.begin(), procs_.end(), [fd = fds[i].fd](const process& p) { return p.ready_fd == fd; });
-        if (it != procs_.end()) on_ready(*it);
-      }
-      if (fds[0].revents & POLLIN) {
-        signalfd_siginfo si;
-        while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) on_signal(static_cast<int>(si.ssi_signo));
-      }
-    }
-    on_timers(clock::now());
+void supervisor::poll_once(std::vector<pollfd>& fds) {
+  fds.clear();
+  fds.push_back({sigfd_, POLLIN, 0});
+  for (auto& p : procs_)
+    if (p.ready_fd >= 0) fds.push_back({p.ready_fd, POLLIN, 0});
+  int timeout = -1;
+  if (auto d = next_deadline()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*d - clock::now()).count();
+    timeout = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
   }
-  obs::log_info("supervisor stopped: every worker process has ended");
-  return exit_code_;
+  const int n = ::poll(fds.data(), fds.size(), timeout);
+  if (n < 0 && errno != EINTR) {
+    obs::log_error("supervisor poll failed", {{"error", std::string_view(std::strerror(errno))}});
+    stop("poll failed");
+  }
+  if (n <= 0) return;
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    auto it = std::find_if(procs_.begin(), procs_.end(), [fd = fds[i].fd](const process& p) { return p.ready_fd == fd; });
+    if (it != procs_.end()) on_ready(*it);
+  }
+  if (fds[0].revents & POLLIN) {
+    signalfd_siginfo si;
+    while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) on_signal(static_cast<int>(si.ssi_signo));
+  }
 }
 
 void supervisor::on_ready(process& p) {

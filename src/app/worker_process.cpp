@@ -6,7 +6,6 @@
 #include <boost/asio/signal_set.hpp>
 #include <cstdlib>
 #include <memory>
-#include <stdexcept>
 
 #include "app/gateway.hpp"
 #include "observability/log.hpp"
@@ -18,13 +17,12 @@ int run_worker(const serve_options& opts, int listener, int admin, pod_link pod,
   // SIGHUP is the supervisor's (a reload); a worker that got one from a stray `kill` ignores it.
   ::signal(SIGHUP, SIG_IGN);
   const char* key = std::getenv(opts.upstream.key_env.c_str());
-  std::unique_ptr<gateway> gw;
-  try {
-    gw = std::make_unique<gateway>(opts, key ? key : "", admission::memory_budget::rss_source{}, pod);
-  } catch (const std::invalid_argument& e) {
-    obs::log_error("worker process: the config cannot start", {{"pid", pid}, {"error", std::string_view(e.what())}});
+  auto made = gateway::make(opts, key ? key : "", admission::memory_budget::rss_source{}, pod);
+  if (!made) {
+    obs::log_error("worker process: the config cannot start", {{"pid", pid}, {"error", std::string_view(made.err().message)}});
     return 2;
   }
+  std::unique_ptr<gateway> gw = std::move(made).value();
   auto ep = gw->start(listener, admin);
   ::close(listener);  // the threads accept on their own duplicates: once they stop, this worker holds none
   if (admin >= 0) ::close(admin);
