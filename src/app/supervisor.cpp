@@ -25,6 +25,7 @@
 #include "app/worker_process.hpp"
 #include "observability/log.hpp"
 #include "runtime/shared_segment.hpp"
+#include "runtime/unique_fd.hpp"
 
 namespace sluice::app {
 
@@ -79,9 +80,6 @@ class supervisor {
   supervisor(serve_options opts, supervisor_settings settings)
       : settings_(std::move(settings)), current_(make_generation(0, std::move(opts))), self_(::getpid()) {}
   ~supervisor() {
-    if (sigfd_ >= 0) ::close(sigfd_);
-    if (listener_ >= 0) ::close(listener_);
-    if (admin_ >= 0) ::close(admin_);
     for (auto& p : procs_)
       if (p.ready_fd >= 0) ::close(p.ready_fd);
   }
@@ -97,7 +95,7 @@ class supervisor {
   void start_workers();
   void poll_once(std::vector<pollfd>& fds);
   result<void> bind_listener();
-  static result<int> bind_address(const std::string& listen);
+  static result<runtime::unique_fd> bind_address(const std::string& listen);
   bool spawn(generation& g, std::size_t position);
   [[noreturn]] void child(const generation& g, std::size_t row, int ready_w);
   void on_signal(int sig);
@@ -115,9 +113,9 @@ class supervisor {
   generation current_;
   std::optional<generation> next_;  // a reload whose workers are starting
   pid_t self_;
-  int listener_ = -1;
-  int admin_ = -1;  // admin-listen's socket, when configured
-  int sigfd_ = -1;
+  runtime::unique_fd listener_;
+  runtime::unique_fd admin_;  // admin-listen's socket, when configured
+  runtime::unique_fd sigfd_;
   runtime::shared_segment<pod_state> pod_;
   // Every worker row's socket pair for handed-over connections, inherited by every worker.
   std::unique_ptr<runtime::handover_mesh> mesh_;
@@ -132,25 +130,25 @@ class supervisor {
 result<void> supervisor::bind_listener() {
   auto fd = bind_address(current_.opts->http.listen);
   if (!fd) return std::move(fd).err();
-  listener_ = *fd;
+  listener_ = std::move(*fd);
   if (!current_.opts->http.admin_listen.empty()) {
     auto a = bind_address(current_.opts->http.admin_listen);
     if (!a) return std::move(a).err();
-    admin_ = *a;
+    admin_ = std::move(*a);
   }
   return ok;
 }
 
-result<int> supervisor::bind_address(const std::string& listen) {
+result<runtime::unique_fd> supervisor::bind_address(const std::string& listen) {
   auto ep = listen_endpoint(listen);
   if (!ep) return std::move(ep).err();
-  const int fd = ::socket(ep->protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return error::make(errc::internal, std::string("socket: ") + std::strerror(errno));
+  runtime::unique_fd fd(::socket(ep->protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return error::make(errc::internal, std::string("socket: ") + std::strerror(errno));
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, ep->data(), static_cast<socklen_t>(ep->size())) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd.get(), ep->data(), static_cast<socklen_t>(ep->size())) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
     const int e = errno;
-    ::close(fd);
+    fd.reset();
     return error::make(errc::internal, "cannot listen on " + listen + ": " + std::strerror(e));
   }
   return fd;
@@ -211,7 +209,7 @@ bool supervisor::spawn(generation& g, std::size_t position) {
 
 void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   // The supervisor's descriptors and signal mask are not the worker's.
-  ::close(sigfd_);
+  sigfd_.reset();
   for (auto& p : procs_)
     if (p.ready_fd >= 0) ::close(p.ready_fd);
   sigset_t none;
@@ -221,7 +219,7 @@ void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != self_) std::_Exit(0);
   pod_->workers[row].pid.store(::getpid());
-  const int code = run_worker(*g.opts, listener_, admin_, pod_link{pod_.get(), row, mesh_.get()}, ready_w);
+  const int code = run_worker(*g.opts, listener_.get(), admin_.get(), pod_link{pod_.get(), row, mesh_.get()}, ready_w);
   std::fflush(nullptr);
   std::_Exit(code);
 }
@@ -247,8 +245,8 @@ result<void> supervisor::set_up() {
   ::sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::sigaddset(&mask, s);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  sigfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sigfd_ < 0) {
+  sigfd_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd_) {
     const int e = errno;
     return error::make(errc::internal, std::string("signalfd: ") + std::strerror(e));
   }
@@ -272,7 +270,7 @@ void supervisor::start_workers() {
 
 void supervisor::poll_once(std::vector<pollfd>& fds) {
   fds.clear();
-  fds.push_back({sigfd_, POLLIN, 0});
+  fds.push_back({sigfd_.get(), POLLIN, 0});
   for (auto& p : procs_)
     if (p.ready_fd >= 0) fds.push_back({p.ready_fd, POLLIN, 0});
   int timeout = -1;
@@ -293,7 +291,7 @@ void supervisor::poll_once(std::vector<pollfd>& fds) {
   }
   if (fds[0].revents & POLLIN) {
     signalfd_siginfo si;
-    while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) on_signal(static_cast<int>(si.ssi_signo));
+    while (::read(sigfd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) on_signal(static_cast<int>(si.ssi_signo));
   }
 }
 
@@ -318,15 +316,15 @@ void supervisor::on_ready(process& p) {
     for (const auto& u : finished.routing.upstreams) upstreams += (upstreams.empty() ? "" : ", ") + u.name + "=" + u.url;
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
     tcp::endpoint ep;
     std::memcpy(ep.data(), &addr, std::min<std::size_t>(len, ep.capacity()));
     ep.resize(len);
     std::string admin;
-    if (admin_ >= 0) {
+    if (admin_) {
       sockaddr_storage aaddr{};
       socklen_t alen = sizeof aaddr;
-      ::getsockname(admin_, reinterpret_cast<sockaddr*>(&aaddr), &alen);
+      ::getsockname(admin_.get(), reinterpret_cast<sockaddr*>(&aaddr), &alen);
       tcp::endpoint aep;
       std::memcpy(aep.data(), &aaddr, std::min<std::size_t>(alen, aep.capacity()));
       aep.resize(alen);
