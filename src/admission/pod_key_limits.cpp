@@ -28,9 +28,12 @@ void reconfigure(std::optional<token_bucket>& b, std::uint64_t limit, token_buck
 pod_key_limits::pod_key_limits(client_keys keys, pod_keys& table, std::size_t worker, std::uint32_t generation,
                                now_fn now)
     : keys_(std::move(keys)),
-      worker_(worker % pod_key_row::workers),
+      worker_(worker),
       now_(now ? std::move(now) : now_fn([] { return client_keys::clock::now(); })),
       rows_(keys_.size(), nullptr) {
+  if (!runtime::is_pod_worker_row(worker_))  // never folded onto another worker's row
+    throw std::invalid_argument("worker row " + std::to_string(worker_) + " is not one of the pod's " +
+                                std::to_string(runtime::pod_worker_rows));
   const auto t = now_();
   for (std::size_t i = 0; i < keys_.size(); ++i) {
     const auto k = keys_.at(i);

@@ -29,7 +29,7 @@ namespace sluice::admission {
 
 // One key's counters for the pod.
 struct pod_key_row {
-  static constexpr std::size_t workers = 64;  // pod_state::max_workers
+  static constexpr std::size_t workers = runtime::pod_worker_rows;
 
   std::uint64_t in_use = 0;                  // the key's streams in the pod: the sum of held
   std::array<std::uint32_t, workers> held{};  // by worker row
@@ -52,7 +52,8 @@ class pod_key_limits final : public key_limits {
   using now_fn = client_keys::now_fn;
 
   // `keys`: this generation's keys file as loaded. Attaches worker row `worker` of `generation` to
-  // a row of `table` for every key with a limit; throws std::invalid_argument when the table is full.
+  // a row of `table` for every key with a limit; throws std::invalid_argument when the table is full
+  // or `worker` is not a worker row (runtime::is_pod_worker_row).
   pod_key_limits(client_keys keys, pod_keys& table, std::size_t worker, std::uint32_t generation, now_fn now = {});
 
   result<key_handle> authenticate_header(std::string_view authorization) const override {

@@ -10,13 +10,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/pod_shape.hpp"
 #include "runtime/robust_mutex.hpp"
 
 namespace sluice::admission {
 
 class pod_slots {
  public:
-  static constexpr std::size_t rows = 64;
+  static constexpr std::size_t rows = runtime::pod_worker_rows;
 
   pod_slots();
   pod_slots(const pod_slots&) = delete;

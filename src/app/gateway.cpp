@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "config/option_table.hpp"
@@ -18,11 +19,6 @@ namespace sluice::app {
 namespace {
 std::size_t thread_count(const serve_options& o) {
   return o.http.threads == 0 ? runtime::default_threads() : static_cast<std::size_t>(o.http.threads);
-}
-
-serve_options finished(serve_options o) {
-  if (auto r = o.finish_routing(); !r) throw std::invalid_argument(r.err().message);
-  return o;
 }
 
 // Each upstream's Authorization header value; the key of the default key variable is given, the
@@ -105,22 +101,59 @@ class gateway::admin_handler final : public http::request_handler {
   proxy::pipeline& p_;
 };
 
-gateway::gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source,
-                 pod_link pod)
-    : opts_(finished(std::move(opts))),
+namespace {
+// The pod's shared tables refuse a worker whose upstreams or client keys need more rows than they
+// hold with std::invalid_argument (routing's pod_budget and circuits, admission's pod_key_limits):
+// here, the one place it meets the gateway, it becomes the error the gateway returns.
+template <class Build>
+result<void> built_within_pod_tables(Build&& build) {
+  try {
+    build();
+  } catch (const std::invalid_argument& e) {
+    return error::make(errc::bad_request, e.what());
+  }
+  return ok;
+}
+}  // namespace
+
+result<std::unique_ptr<gateway>> gateway::make(serve_options opts, std::string upstream_key,
+                                               admission::memory_budget::rss_source rss_source, pod_link pod) {
+  if (auto r = opts.finish_routing(); !r) return std::move(r).err();
+  const deployment mode = deployment::of(opts, pod);
+  std::unique_ptr<gateway> gw(new gateway(std::move(opts), pod, mode));
+  if (auto r = gw->assemble(upstream_key, std::move(rss_source)); !r) return std::move(r).err();
+  return gw;
+}
+
+gateway::gateway(serve_options opts, pod_link pod, deployment mode)
+    : opts_(std::move(opts)),
       pod_(pod),
+      mode_(mode),
       redis_tasks_("redis", report_bug),
       job_slots_("job slots", report_bug),
       background_("gateway background", report_bug),
-      pool_(thread_count(opts_)) {
+      pool_(thread_count(opts_)) {}
+
+result<void> gateway::assemble(const std::string& upstream_key, admission::memory_budget::rss_source rss_source) {
+  if (auto r = build_router(upstream_key); !r) return r;
+  build_admission(std::move(rss_source));
+  if (auto r = build_key_limits(); !r) return r;
+  build_services();
+  build_responses();
+  if (auto r = register_metrics(); !r) return r;
+  build_workers();
+  return ok;
+}
+
+result<void> gateway::build_router(const std::string& upstream_key) {
   routing::budget_factory budgets;  // default: each upstream's own local pacer
-  if (opts_.redis.enabled()) {
-    prepare_shared_limits();
+  if (mode_.shared_limits) {
+    if (auto r = prepare_shared_limits(); !r) return r;
     budgets = [ctx = budgets_.get()](const routing::upstream_spec& s,
                                      routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
       return std::make_unique<routing::shared_budget>(s, now, *ctx);
     };
-  } else if (pod_) {  // a worker of --processes N: each upstream's budget is the pod's
+  } else if (mode_.pod_worker) {  // a worker of --processes N: each upstream's budget is the pod's
     budgets = [pod = pod_](const routing::upstream_spec& s, routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
       return std::make_unique<routing::pod_budget>(s, now, pod.pod->budgets, pod.row,
                                                    pod.pod->workers[pod.row].generation.load());
@@ -129,35 +162,64 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   // A worker of --processes N shares its upstreams' circuits with the pod's other workers (with
   // --redis too: the fleet shares no circuit, the pod does).
   routing::circuit_place circuits;
-  if (pod_) circuits = {&pod_.pod->circuits, pod_.row, pod_.pod->workers[pod_.row].generation.load()};
-  router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
-                                              std::chrono::steady_clock::now(), std::move(budgets), circuits);
+  if (mode_.pod_worker) circuits = {&pod_.pod->circuits, pod_.row, pod_.pod->workers[pod_.row].generation.load()};
+  auto made = built_within_pod_tables([&] {
+    router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
+                                                std::chrono::steady_clock::now(), std::move(budgets), circuits);
+  });
+  if (!made) return made;
   bool any_tls = false;
   for (std::size_t i = 0; i < router_->size(); ++i) any_tls = any_tls || router_->at(i).target.tls;
   for (const auto& u : opts_.routing.upstreams) any_tls = any_tls || u.engine_metrics.rfind("https://", 0) == 0;
   if (any_tls) tls_ = upstream::make_tls_context();
+  return ok;
+}
 
+void gateway::build_admission(admission::memory_budget::rss_source rss_source) {
   // A worker of --processes N holds the pod's memory (the sum of the workers' RSS) to the budget,
   // which is the pod's (the cgroup limit), so every worker sheds and resets on the same reading.
-  if (!rss_source && pod_) rss_source = [pod = pod_] { return pod.sample_rss(); };
+  if (!rss_source && mode_.pod_worker) rss_source = [pod = pod_] { return pod.sample_rss(); };
   budget_ = std::make_unique<admission::memory_budget>(opts_.admission, std::move(rss_source));
   admission_ = std::make_unique<admission::controller>(
       opts_.admission, *budget_, admission::controller::now_fn{},
-      pod_ ? admission::pod_share{&pod_.pod->streams, pod_.row} : admission::pod_share{});
-  if (!opts_.admission.keys_file.empty()) {
+      mode_.pod_worker ? admission::pod_share{&pod_.pod->streams, pod_.row} : admission::pod_share{});
+}
+
+result<void> gateway::build_key_limits() {
+  if (mode_.keys != key_limits_place::none) {
     auto k = opts_.keys_text ? admission::client_keys::parse(*opts_.keys_text)
                              : admission::client_keys::load_file(opts_.admission.keys_file);
-    if (!k) throw std::invalid_argument(k.err().message);
+    if (!k) return std::move(k).err();
     keys_.emplace(std::move(*k));
   }
-  if (opts_.redis.enabled()) {
-    build_shared_limits();
-  } else if (keys_ && pod_) {
-    pod_keys_ = std::make_unique<admission::pod_key_limits>(std::move(*keys_), pod_.pod->keys, pod_.row,
-                                                            pod_.pod->workers[pod_.row].generation.load());
+  if (mode_.shared_limits) return build_shared_limits();
+  if (mode_.keys == key_limits_place::pod) {
+    auto made = built_within_pod_tables([&] {
+      pod_keys_ = std::make_unique<admission::pod_key_limits>(std::move(*keys_), pod_.pod->keys, pod_.row,
+                                                              pod_.pod->workers[pod_.row].generation.load());
+    });
+    if (!made) return made;
     keys_.reset();
   }
-  if (pod_) {
+  return ok;
+}
+
+admission::key_limits* gateway::key_limits() noexcept {
+  switch (mode_.keys) {
+    case key_limits_place::none:
+      return nullptr;
+    case key_limits_place::local:
+      return keys_ ? &*keys_ : nullptr;
+    case key_limits_place::pod:
+      return pod_keys_.get();
+    case key_limits_place::shared:
+      return shared_keys_.get();
+  }
+  return nullptr;
+}
+
+void gateway::build_services() {
+  if (mode_.pod_worker) {
     // Spread the pod's connections: a worker over its share stops accepting (ADR 0016).
     server_shared_.pod_connections = &pod_.pod->workers[pod_.row].connections;
     server_shared_.over_share = [pod = pod_, slack = opts_.http.accept_share_slack] { return pod.over_share(slack); };
@@ -174,22 +236,20 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   secrets_ = proxy::secret_scrubber(upstream_keys);
   services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *request_metrics_, *stream_metrics_,
                                                                 *upstream_metrics_, *admission_, *budget_, streams_,
-                                                                shared_keys_ ? static_cast<admission::key_limits*>(shared_keys_.get())
-                                                                : pod_keys_  ? static_cast<admission::key_limits*>(pod_keys_.get())
-                                                                : keys_      ? &*keys_
-                                                                             : nullptr,
-                                                                opts_.admission, drain_,
-                                                                secrets_});
+                                                                key_limits(), opts_.admission, drain_, secrets_});
+}
+
+void gateway::build_responses() {
   responses_ = std::make_unique<jobs::memory_store>(opts_.jobs);
   jobs_metrics_ = std::make_shared<jobs::metrics>(*responses_);
-  if (pod_)
+  if (mode_.pod_worker)
     services_->pod_metrics = [pod = pod_](std::string own) {
       return fresh_pod_exposition(pod, std::move(own), std::chrono::milliseconds(2), std::chrono::milliseconds(100));
     };
   services_->responses = responses_.get();
   // A worker of --processes N with the in-process store: its responses are indexed for the pod,
   // and a request for one another worker holds goes to that worker (docs/processes.md).
-  if (pod_ && pod_.mesh != nullptr && !queue_) {
+  if (mode_.pod_handover) {
     handover_ = std::make_unique<pod_handover>(pod_);
     responses_->set_index([h = handover_.get()](std::string_view id, bool stored) { h->indexed(id, stored); });
     services_->handover = handover_.get();
@@ -197,7 +257,7 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   services_->jobs = jobs_metrics_.get();
   services_->queue = queue_.get();
   services_->notifier = notifier_.get();
-  services_->redis = queue_ ? redis_.get() : nullptr;
+  services_->redis = mode_.redis_queue ? redis_.get() : nullptr;
   services_->seal = seal_ ? &*seal_ : nullptr;
   shared_ = std::make_unique<proxy::shared_config>(
       proxy::shared_config{opts_.proxy, opts_.upstream, *router_, *services_});
@@ -206,8 +266,9 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   shared_->schema = &opts_.schema;
   shared_->jobs = &opts_.jobs;
   shared_->schemas = schemas_.get();
-  register_metrics();
+}
 
+void gateway::build_workers() {
   for (std::size_t i = 0; i < pool_.size(); ++i) {
     auto& ctx = pool_.context(i);
     worker w;
@@ -218,45 +279,34 @@ gateway::gateway(serve_options opts, std::string upstream_key, admission::memory
   }
 }
 
-void gateway::prepare_shared_limits() {
+result<void> gateway::prepare_shared_limits() {
   auto settings = opts_.redis.resolve();
-  if (!settings) throw std::invalid_argument(settings.err().message);
+  if (!settings) return std::move(settings).err();
   redis_health_ = std::make_unique<redis::availability>(opts_.redis.on_failure, settings->server.to_string());
   leases_ = std::make_unique<redis::lease_keeper>(redis::lease_keeper::random_replica_name(), opts_.redis.lease);
   budgets_ = std::make_unique<routing::shared_budget_context>(opts_.redis, *redis_health_, *leases_);
+  return ok;
 }
 
-void gateway::build_shared_limits() {
+result<void> gateway::build_shared_limits() {
   auto settings = opts_.redis.resolve();
-  if (!settings) throw std::invalid_argument(settings.err().message);
+  if (!settings) return std::move(settings).err();
   std::vector<redis::script> scripts{redis::lease_keeper::renew_script()};  // index 0
   const std::size_t budget_scripts = scripts.size();
   for (auto& sc : routing::shared_budget_context::scripts()) scripts.push_back(std::move(sc));
   const std::size_t key_scripts = scripts.size();
-  if (keys_) {
+  if (mode_.keys == key_limits_place::shared) {
     shared_keys_ = std::make_unique<admission::shared_key_limits>(std::move(*keys_), opts_.redis, *redis_health_, *leases_);
     keys_.reset();
     for (auto& sc : admission::shared_key_limits::scripts()) scripts.push_back(std::move(sc));
   }
   const std::size_t queue_scripts = scripts.size();
-  if (opts_.jobs.queue == jobs::queue_backend::redis)
+  if (mode_.redis_queue)
     for (auto& sc : jobs::redis_queue::scripts()) scripts.push_back(std::move(sc));
   if (settings->server.tls && !tls_) tls_ = upstream::make_tls_context();
   redis_ = std::make_unique<redis::client>(pool_, std::move(*settings), std::move(scripts), tls_.get());
-  if (opts_.jobs.queue == jobs::queue_backend::redis) {
-    // The worker's consumer name is the replica's: unique per process start.
-    queue_ = std::make_unique<jobs::redis_queue>(opts_.redis.key_prefix, leases_->replica(), opts_.jobs,
-                                                 std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease),
-                                                 opts_.admission.queue_depth);
-    queue_->attach(queue_scripts);
-    load_queue_secret();
-    std::vector<std::string> channels{queue_->notify_channel(queue_->worker())};
-    if (opts_.jobs.runs_jobs()) channels.push_back(queue_->jobs_channel());
-    notifier_ = std::make_unique<jobs::redis_notifier>(redis_->add_subscriber(0), std::move(channels));
-    obs::log_info("jobs queued through redis", {{"role", jobs::to_string(opts_.jobs.role)},
-                                                {"worker", leases_->replica()},
-                                                {"worker_max_jobs", opts_.jobs.worker_max_jobs}});
-  }
+  if (mode_.redis_queue)
+    if (auto r = build_redis_queue(queue_scripts); !r) return r;
   budgets_->attach(*redis_, budget_scripts);
   if (shared_keys_) shared_keys_->attach(*redis_, key_scripts);
   shared_metrics_ = std::make_shared<redis::shared_metrics>(*redis_health_, *leases_);
@@ -265,22 +315,44 @@ void gateway::build_shared_limits() {
                  {"replica", leases_->replica()},
                  {"failure_mode", redis::to_string(opts_.redis.on_failure)},
                  {"client_keys", shared_keys_ ? shared_keys_->keys().size() : std::size_t{0}}});
+  return ok;
 }
 
-void gateway::load_queue_secret() {
+result<void> gateway::build_redis_queue(std::size_t first_script) {
+  // The worker's consumer name is the replica's: unique per process start.
+  queue_ = std::make_unique<jobs::redis_queue>(opts_.redis.key_prefix, leases_->replica(), opts_.jobs,
+                                               std::chrono::duration_cast<std::chrono::milliseconds>(opts_.redis.lease),
+                                               opts_.admission.queue_depth);
+  queue_->attach(first_script);
+  if (auto r = load_queue_secret(); !r) return r;
+  std::vector<std::string> channels{queue_->notify_channel(queue_->worker())};
+  if (mode_.runs_jobs()) channels.push_back(queue_->jobs_channel());
+  notifier_ = std::make_unique<jobs::redis_notifier>(redis_->add_subscriber(0), std::move(channels));
+  obs::log_info("jobs queued through redis", {{"role", jobs::to_string(opts_.jobs.role)},
+                                              {"worker", leases_->replica()},
+                                              {"worker_max_jobs", opts_.jobs.worker_max_jobs}});
+  return ok;
+}
+
+result<void> gateway::load_queue_secret() {
   const char* secret = std::getenv(opts_.jobs.queue_secret_env.c_str());
   if (!secret || !*secret) {
     obs::log_info("no queue secret: background jobs that would carry a client's own upstream key are refused",
                   {{"queue_secret_env", std::string_view(opts_.jobs.queue_secret_env)}});
-    return;
+    return ok;
   }
   auto made = jobs::credential_seal::from_secret(secret);
-  if (!made) throw std::invalid_argument(opts_.jobs.queue_secret_env + ": " + made.err().message);
+  if (!made) {
+    error e = std::move(made).err();
+    e.message = opts_.jobs.queue_secret_env + ": " + e.message;
+    return e;
+  }
   seal_.emplace(std::move(*made));
+  return ok;
 }
 
 result<void> gateway::check_eviction_policy() {
-  if (!queue_) return ok;
+  if (!mode_.redis_queue) return ok;
   // One command on thread 0's connection, waited for here: nothing has been answered yet.
   auto& c = redis_->on(0);
   auto got = net::co_spawn(pool_.context(0), jobs::read_eviction_policy(c, opts_.jobs.command_timeout), net::use_future);
@@ -304,20 +376,20 @@ result<void> gateway::check_eviction_policy() {
   return ok;
 }
 
-void gateway::register_metrics() {
+result<void> gateway::register_metrics() {
   for (std::shared_ptr<const prometheus::Collectable> c :
        std::initializer_list<std::shared_ptr<const prometheus::Collectable>>{
            request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_, jobs_metrics_})
     metrics_.add_collectable(c);
-  if (pod_) {
+  if (mode_.pod_worker) {
     pod_metrics_ = std::make_shared<pod_metrics>(*pod_.pod);
     metrics_.add_collectable(pod_metrics_);
   }
-  if (redis_) {
+  if (mode_.shared_limits) {
     metrics_.add_collectable(redis_->metrics_collectable());
     metrics_.add_collectable(shared_metrics_);
   }
-  if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) throw std::invalid_argument(r.err().message);
+  if (auto r = proxy::register_schema_cache_metrics(metrics_, *schemas_); !r) return r;
   if (!opts_.http.admin_listen.empty()) {  // admin-listen's own connection cap
     const http::server_shared* a = &admin_shared_;
     auto g = metrics_.add_callback_gauge("sluice_admin_connections_active", "Open connections on admin-listen.",
@@ -325,71 +397,107 @@ void gateway::register_metrics() {
     auto c = metrics_.add_callback_counter("sluice_admin_connections_refused_total",
                                            "Connections on admin-listen closed at once: admin-max-connections were open.",
                                            [a] { return static_cast<double>(a->refused_connections.load()); });
-    if (!g || !c) throw std::invalid_argument("admin-listen metrics could not be registered");
+    if (!g || !c) return error::make(errc::internal, "admin-listen metrics could not be registered");
   }
+  return ok;
 }
 
 gateway::~gateway() { stop(); }
 
 result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin) {
-  tcp::endpoint bound;
-  if (!opts_.http.admin_listen.empty() || inherited_admin >= 0) {
-    admin_opts_ = opts_.http;
-    admin_opts_.max_connections = opts_.http.admin_max_connections;
-    admin_handler_ = std::make_unique<admin_handler>(*workers_[0].pipeline);
-    admin_server_ = std::make_unique<http::server>(pool_.context(0), admin_opts_, *admin_handler_, admin_shared_);
-    result<tcp::endpoint> at = tcp::endpoint{};
-    if (inherited_admin >= 0) {
-      at = admin_server_->adopt(inherited_admin);
-    } else {
-      auto ep = listen_endpoint(opts_.http.admin_listen);
-      if (!ep) return std::move(ep).err();
-      at = admin_server_->listen(*ep);
-    }
-    if (!at) return std::move(at).err();
-    admin_endpoint_ = *at;
+  if (auto r = start_admin(inherited_admin); !r) return std::move(r).err();
+  auto bound = bind_listeners(inherited_listener);
+  if (!bound) return bound;
+  runtime::raise_fd_limit();
+  sample_memory();
+  for (auto& w : workers_) w.server->start();
+  if (admin_server_) admin_server_->start();
+  start_pressure_and_pod_loops();
+  start_jobs();
+  monitor_ = std::make_unique<proxy::upstream_monitor>(pool_.context(0).get_executor(), *router_, opts_.upstream, tls_.get());
+  monitor_->start(background_);
+  if (mode_.shared_limits) start_redis();
+  pool_.start();
+  // The first requests should find Redis connected; a Redis that is not there in time is the
+  // failure mode's to handle, like an outage later on.
+  if (mode_.shared_limits && !redis_->wait_connected(redis_->on(0).config().connect_timeout))
+    obs::log_warn("redis not connected at start: the shared limits follow the failure mode until it is",
+                  {{"redis", redis_->on(0).config().server.to_string()},
+                   {"failure_mode", redis::to_string(opts_.redis.on_failure)}});
+  started_ = true;
+  if (auto checked = check_eviction_policy(); !checked) {
+    stop();
+    return std::move(checked).err();
   }
+  if (redis_worker_ && mode_.runs_jobs()) redis_worker_->start_pulling(job_slots_);
+  return bound;
+}
+
+result<void> gateway::start_admin(int inherited_admin) {
+  if (opts_.http.admin_listen.empty() && inherited_admin < 0) return ok;
+  admin_opts_ = opts_.http;
+  admin_opts_.max_connections = opts_.http.admin_max_connections;
+  admin_handler_ = std::make_unique<admin_handler>(*workers_[0].pipeline);
+  admin_server_ = std::make_unique<http::server>(pool_.context(0), admin_opts_, *admin_handler_, admin_shared_);
+  result<tcp::endpoint> at = tcp::endpoint{};
+  if (inherited_admin >= 0) {
+    at = admin_server_->adopt(inherited_admin);
+  } else {
+    auto ep = listen_endpoint(opts_.http.admin_listen);
+    if (!ep) return std::move(ep).err();
+    at = admin_server_->listen(*ep);
+  }
+  if (!at) return std::move(at).err();
+  admin_endpoint_ = *at;
+  return ok;
+}
+
+result<tcp::endpoint> gateway::bind_listeners(int inherited_listener) {
+  tcp::endpoint bound;
   if (inherited_listener >= 0) {
     for (auto& w : workers_) {
       auto r = w.server->adopt(inherited_listener);
       if (!r) return std::move(r).err();
       bound = *r;
     }
-  } else {
-    auto ep = listen_endpoint(opts_.http.listen);
-    if (!ep) return std::move(ep).err();
-    for (auto& w : workers_) {
-      auto r = w.server->listen(*ep);
-      if (!r) return std::move(r).err();
-      bound = *r;
-      ep->port(bound.port());  // port 0: every other thread joins the port the first one got
-    }
+    return bound;
   }
-  runtime::raise_fd_limit();
-  sample_memory();
-  for (auto& w : workers_) w.server->start();
-  if (admin_server_) admin_server_->start();
+  auto ep = listen_endpoint(opts_.http.listen);
+  if (!ep) return std::move(ep).err();
+  for (auto& w : workers_) {
+    auto r = w.server->listen(*ep);
+    if (!r) return std::move(r).err();
+    bound = *r;
+    ep->port(bound.port());  // port 0: every other thread joins the port the first one got
+  }
+  return bound;
+}
+
+void gateway::start_pressure_and_pod_loops() {
   auto ex = pool_.context(0).get_executor();
   background_.spawn(ex,
                     admission::pressure_loop(*budget_, streams_, static_cast<std::size_t>(opts_.admission.max_resets_per_tick),
                                              opts_.admission.memory_sample_interval,
                                              [this](const admission::pressure_report& r) { log_pressure(r); }),
                     "memory pressure loop", true);
-  if (pod_) {  // slots another worker process frees reach the requests waiting here
+  if (mode_.pod_worker) {  // slots another worker process frees reach the requests waiting here
     background_.spawn(ex, admission::pod_regrant_loop(*admission_, pod_.pod->streams, std::chrono::milliseconds(5)),
                       "pod regrant loop", true);
     background_.spawn(ex, publish_loop(metrics_, pod_, std::chrono::seconds(1), std::chrono::milliseconds(5)),
                       "pod metrics publish loop", true);
   }
-  if (handover_) {  // connections other workers hand to this one, spread over its threads
+  if (mode_.pod_handover) {  // connections other workers hand to this one, spread over its threads
     std::vector<http::server*> servers;
     for (auto& w : workers_) servers.push_back(w.server.get());
     background_.spawn(ex, receive_handovers(pod_.mesh->inbox(pod_.row), std::move(servers)), "handover receive loop",
                       true);
   }
-  // The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
-  // starts each job on a thread); the retention sweep on thread 0.
-  if (queue_) {
+}
+
+// The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
+// starts each job on a thread); the retention sweep on thread 0.
+void gateway::start_jobs() {
+  if (mode_.redis_queue) {
     redis_worker_ = std::make_unique<proxy::redis_worker>(
         *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *workers_[t].pipeline; }, *jobs_metrics_,
         drain_, notifier_.get(), seal_ ? &*seal_ : nullptr);
@@ -401,31 +509,18 @@ result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin
       job_slots_.spawn(pool_.context(t).get_executor(), workers_[t].pipeline->run_jobs(*responses_), "job slot", true);
     }
   }
-  background_.spawn(ex,
+  background_.spawn(pool_.context(0).get_executor(),
                     jobs::retention_loop(*responses_, *jobs_metrics_,
                                          std::min<duration>(opts_.jobs.response_retention / 4, std::chrono::seconds(10))),
                     "response retention loop", true);
-  monitor_ = std::make_unique<proxy::upstream_monitor>(ex, *router_, opts_.upstream, tls_.get());
-  monitor_->start(background_);
-  if (redis_) {
-    redis_->start(redis_tasks_);
-    if (notifier_) notifier_->start(redis_tasks_);
-    redis_tasks_.spawn(ex, leases_->run(redis_->on(0), 0, redis_tasks_), "lease renewal loop", true);
-  }
-  pool_.start();
-  // The first requests should find Redis connected; a Redis that is not there in time is the
-  // failure mode's to handle, like an outage later on.
-  if (redis_ && !redis_->wait_connected(redis_->on(0).config().connect_timeout))
-    obs::log_warn("redis not connected at start: the shared limits follow the failure mode until it is",
-                  {{"redis", redis_->on(0).config().server.to_string()},
-                   {"failure_mode", redis::to_string(opts_.redis.on_failure)}});
-  started_ = true;
-  if (auto checked = check_eviction_policy(); !checked) {
-    stop();
-    return std::move(checked).err();
-  }
-  if (redis_worker_ && opts_.jobs.runs_jobs()) redis_worker_->start_pulling(job_slots_);
-  return bound;
+}
+
+// --redis: the connections, the Pub/Sub subscriber and the lease renewals.
+void gateway::start_redis() {
+  redis_->start(redis_tasks_);
+  if (notifier_) notifier_->start(redis_tasks_);
+  redis_tasks_.spawn(pool_.context(0).get_executor(), leases_->run(redis_->on(0), 0, redis_tasks_), "lease renewal loop",
+                     true);
 }
 
 void gateway::sample_memory() {

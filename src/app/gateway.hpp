@@ -15,6 +15,7 @@
 #include "admission/pod_key_limits.hpp"
 #include "admission/shared_key_limits.hpp"
 #include "admission/stream_registry.hpp"
+#include "app/deployment.hpp"
 #include "app/pod.hpp"
 #include "app/pod_handover.hpp"
 #include "app/serve_options.hpp"
@@ -49,12 +50,14 @@ result<tcp::endpoint> listen_endpoint(const std::string& listen);
 
 class gateway {
  public:
+  // Builds every part, in named steps; a config that cannot run (a bad keys-file, an unresolvable
+  // Redis URL, a malformed queue secret, a pod table too small...) is the error returned.
   // `upstream_key` is the key value itself (from the environment); empty for pass-through.
   // `rss_source` replaces the /proc RSS reading (tests fake memory pressure with it).
   // `pod`: this process is one worker of `--processes N` (its memory budget then holds the pod's
   // summed RSS, and its /metrics shows the supervisor's counters).
-  gateway(serve_options opts, std::string upstream_key, admission::memory_budget::rss_source rss_source = {},
-          pod_link pod = {});
+  static result<std::unique_ptr<gateway>> make(serve_options opts, std::string upstream_key,
+                                               admission::memory_budget::rss_source rss_source = {}, pod_link pod = {});
   ~gateway();
   gateway(const gateway&) = delete;
   gateway& operator=(const gateway&) = delete;
@@ -77,6 +80,7 @@ class gateway {
   void stop();
 
   const serve_options& options() const noexcept { return opts_; }
+  const deployment& mode() const noexcept { return mode_; }
   std::uint64_t open_connections() const noexcept { return server_shared_.open_connections.load(); }
   obs::metrics_registry& metrics() noexcept { return metrics_; }
   admission::controller& admission() noexcept { return *admission_; }
@@ -101,22 +105,52 @@ class gateway {
     std::unique_ptr<proxy::pipeline> pipeline;
     std::unique_ptr<http::server> server;
   };
+  // `opts`: routing finished. Builds nothing: make() runs assemble()'s steps.
+  gateway(serve_options opts, pod_link pod, deployment mode);
+
+  // The steps of make(), in order.
+  result<void> assemble(const std::string& upstream_key, admission::memory_budget::rss_source rss_source);
+  // The router with each upstream's budget and circuit where the deployment keeps them.
+  result<void> build_router(const std::string& upstream_key);
+  // The memory budget and the admission controller (a pod worker's: the pod's).
+  void build_admission(admission::memory_budget::rss_source rss_source);
+  // keys-file read, and its limits held where the deployment says (with --redis, every shared part).
+  result<void> build_key_limits();
+  // The key limits built, whichever place holds them (null without keys-file).
+  admission::key_limits* key_limits() noexcept;
+  // The components' metrics, the secret scrubber and the services every pipeline shares.
+  void build_services();
+  // The response store, its pod index, and the config every pipeline shares.
+  void build_responses();
   // Registers every component's metrics struct with metrics_.
-  void register_metrics();
+  result<void> register_metrics();
+  // One pipeline and one server per thread.
+  void build_workers();
+
+  // The steps of start().
+  result<void> start_admin(int inherited_admin);
+  result<tcp::endpoint> bind_listeners(int inherited_listener);
+  void start_pressure_and_pod_loops();
+  void start_jobs();
+  void start_redis();
+
   void log_pressure(const admission::pressure_report& r) const;
   // drain() and retire(): waits up to drain_timeout for the running streams, ends the rest.
   void finish_streams();
   // --redis: whether Redis decides and the lease keeper (before the router: its budgets use them).
-  void prepare_shared_limits();
+  result<void> prepare_shared_limits();
   // --redis: the client, and the shared client-key limits.
-  void build_shared_limits();
-  // --queue redis: the queue secret read from queue-secret-env (none: unset); throws when malformed.
-  void load_queue_secret();
+  result<void> build_shared_limits();
+  // --queue redis: the fleet's queue on scripts from `first_script`, its secret and its notifier.
+  result<void> build_redis_queue(std::size_t first_script);
+  // --queue redis: the queue secret read from queue-secret-env (none: unset); an error when malformed.
+  result<void> load_queue_secret();
   // --queue redis: Redis's maxmemory-policy checked (redis-eviction-check); an error under refuse.
   result<void> check_eviction_policy();
 
   serve_options opts_;  // routing finished: the upstream list is final
   pod_link pod_;        // a worker of --processes N: the pod's shared segment and its row
+  deployment mode_;     // decided once, from opts_ and pod_
   // --redis (docs/scale-out.md): whether Redis decides, the slots this replica holds, and what the
   // shared upstream budgets share (its settles are tasks: it outlives the pool's last run).
   std::unique_ptr<redis::availability> redis_health_;

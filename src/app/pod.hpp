@@ -22,6 +22,7 @@
 #include "observability/exposition.hpp"
 #include "routing/pod_budget.hpp"
 #include "runtime/handover.hpp"
+#include "runtime/pod_shape.hpp"
 #include "runtime/robust_mutex.hpp"
 
 namespace sluice::app {
@@ -62,8 +63,13 @@ class exposition_slot {
 struct pod_state {
   // Rows for the workers of two generations at once (a reload starts the new ones before the old
   // ones finish), so --processes is at most half of it.
-  static constexpr std::size_t max_workers = 64;
+  static constexpr std::size_t max_workers = runtime::pod_worker_rows;
   static constexpr std::size_t max_processes = max_workers / 2;
+  // Every table of the pod has a row for each worker row here.
+  static_assert(admission::pod_slots::rows == max_workers);
+  static_assert(admission::pod_key_row::workers == max_workers && admission::pod_keys::max_workers == max_workers);
+  static_assert(routing::pod_budget_row::workers == max_workers && routing::pod_budgets::max_workers == max_workers);
+  static_assert(routing::pod_circuits::max_workers == max_workers);
 
   std::array<pod_worker, max_workers> workers;
   std::array<std::atomic<std::uint64_t>, worker_exit_kinds> exits{};  // unexpected ends, by kind

@@ -25,6 +25,7 @@
 #include "app/worker_process.hpp"
 #include "observability/log.hpp"
 #include "runtime/shared_segment.hpp"
+#include "runtime/unique_fd.hpp"
 
 namespace sluice::app {
 
@@ -79,9 +80,6 @@ class supervisor {
   supervisor(serve_options opts, supervisor_settings settings)
       : settings_(std::move(settings)), current_(make_generation(0, std::move(opts))), self_(::getpid()) {}
   ~supervisor() {
-    if (sigfd_ >= 0) ::close(sigfd_);
-    if (listener_ >= 0) ::close(listener_);
-    if (admin_ >= 0) ::close(admin_);
     for (auto& p : procs_)
       if (p.ready_fd >= 0) ::close(p.ready_fd);
   }
@@ -91,8 +89,13 @@ class supervisor {
   int run();
 
  private:
+  // run()'s steps: the listening sockets, the signals and the handover mesh; the first generation's
+  // workers; one wait for a signal, a ready worker or the next deadline.
+  result<void> set_up();
+  void start_workers();
+  void poll_once(std::vector<pollfd>& fds);
   result<void> bind_listener();
-  static result<int> bind_address(const std::string& listen);
+  static result<runtime::unique_fd> bind_address(const std::string& listen);
   bool spawn(generation& g, std::size_t position);
   [[noreturn]] void child(const generation& g, std::size_t row, int ready_w);
   void on_signal(int sig);
@@ -110,9 +113,9 @@ class supervisor {
   generation current_;
   std::optional<generation> next_;  // a reload whose workers are starting
   pid_t self_;
-  int listener_ = -1;
-  int admin_ = -1;  // admin-listen's socket, when configured
-  int sigfd_ = -1;
+  runtime::unique_fd listener_;
+  runtime::unique_fd admin_;  // admin-listen's socket, when configured
+  runtime::unique_fd sigfd_;
   runtime::shared_segment<pod_state> pod_;
   // Every worker row's socket pair for handed-over connections, inherited by every worker.
   std::unique_ptr<runtime::handover_mesh> mesh_;
@@ -127,25 +130,25 @@ class supervisor {
 result<void> supervisor::bind_listener() {
   auto fd = bind_address(current_.opts->http.listen);
   if (!fd) return std::move(fd).err();
-  listener_ = *fd;
+  listener_ = std::move(*fd);
   if (!current_.opts->http.admin_listen.empty()) {
     auto a = bind_address(current_.opts->http.admin_listen);
     if (!a) return std::move(a).err();
-    admin_ = *a;
+    admin_ = std::move(*a);
   }
   return ok;
 }
 
-result<int> supervisor::bind_address(const std::string& listen) {
+result<runtime::unique_fd> supervisor::bind_address(const std::string& listen) {
   auto ep = listen_endpoint(listen);
   if (!ep) return std::move(ep).err();
-  const int fd = ::socket(ep->protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return error::make(errc::internal, std::string("socket: ") + std::strerror(errno));
+  runtime::unique_fd fd(::socket(ep->protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return error::make(errc::internal, std::string("socket: ") + std::strerror(errno));
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, ep->data(), static_cast<socklen_t>(ep->size())) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd.get(), ep->data(), static_cast<socklen_t>(ep->size())) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
     const int e = errno;
-    ::close(fd);
+    fd.reset();
     return error::make(errc::internal, "cannot listen on " + listen + ": " + std::strerror(e));
   }
   return fd;
@@ -206,7 +209,7 @@ bool supervisor::spawn(generation& g, std::size_t position) {
 
 void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   // The supervisor's descriptors and signal mask are not the worker's.
-  ::close(sigfd_);
+  sigfd_.reset();
   for (auto& p : procs_)
     if (p.ready_fd >= 0) ::close(p.ready_fd);
   sigset_t none;
@@ -216,31 +219,46 @@ void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != self_) std::_Exit(0);
   pod_->workers[row].pid.store(::getpid());
-  const int code = run_worker(*g.opts, listener_, admin_, pod_link{pod_.get(), row, mesh_.get()}, ready_w);
+  const int code = run_worker(*g.opts, listener_.get(), admin_.get(), pod_link{pod_.get(), row, mesh_.get()}, ready_w);
   std::fflush(nullptr);
   std::_Exit(code);
 }
 
 int supervisor::run() {
-  if (auto r = bind_listener(); !r) {
+  if (auto r = set_up(); !r) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 1;
   }
+  start_workers();
+  std::vector<pollfd> fds;
+  while (phase_ != phase::stopping || !procs_.empty()) {
+    poll_once(fds);
+    on_timers(clock::now());
+  }
+  obs::log_info("supervisor stopped: every worker process has ended");
+  return exit_code_;
+}
+
+result<void> supervisor::set_up() {
+  if (auto r = bind_listener(); !r) return r;
   sigset_t mask;
   ::sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::sigaddset(&mask, s);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  sigfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sigfd_ < 0) {
-    std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
-    return 1;
+  sigfd_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd_) {
+    const int e = errno;
+    return error::make(errc::internal, std::string("signalfd: ") + std::strerror(e));
   }
   try {
     mesh_ = std::make_unique<runtime::handover_mesh>(pod_state::max_workers);
   } catch (const std::system_error& e) {
-    std::fprintf(stderr, "sluice serve: %s\n", e.what());
-    return 1;
+    return error::make(errc::internal, e.what());
   }
+  return ok;
+}
+
+void supervisor::start_workers() {
   pod_->processes.store(static_cast<std::uint32_t>(current_.processes));
   obs::log_info("supervisor starting worker processes",
                 {{"processes", static_cast<std::uint64_t>(current_.processes)},
@@ -248,39 +266,33 @@ int supervisor::run() {
                  {"listen", std::string_view(current_.opts->http.listen)}});
   for (std::size_t i = 0; i < current_.processes; ++i)
     if (!spawn(current_, i)) stop("a worker process could not be started");
+}
 
-  std::vector<pollfd> fds;
-  for (;;) {
-    if (phase_ == phase::stopping && procs_.empty()) break;
-    fds.clear();
-    fds.push_back({sigfd_, POLLIN, 0});
-    for (auto& p : procs_)
-      if (p.ready_fd >= 0) fds.push_back({p.ready_fd, POLLIN, 0});
-    int timeout = -1;
-    if (auto d = next_deadline()) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*d - clock::now()).count();
-      timeout = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
-    }
-    const int n = ::poll(fds.data(), fds.size(), timeout);
-    if (n < 0 && errno != EINTR) {
-      obs::log_error("supervisor poll failed", {{"error", std::string_view(std::strerror(errno))}});
-      stop("poll failed");
-    }
-    if (n > 0) {
-      for (std::size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        auto it = std::find_if(procs_.begin(), procs_.end(), [fd = fds[i].fd](const process& p) { return p.ready_fd == fd; });
-        if (it != procs_.end()) on_ready(*it);
-      }
-      if (fds[0].revents & POLLIN) {
-        signalfd_siginfo si;
-        while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) on_signal(static_cast<int>(si.ssi_signo));
-      }
-    }
-    on_timers(clock::now());
+void supervisor::poll_once(std::vector<pollfd>& fds) {
+  fds.clear();
+  fds.push_back({sigfd_.get(), POLLIN, 0});
+  for (auto& p : procs_)
+    if (p.ready_fd >= 0) fds.push_back({p.ready_fd, POLLIN, 0});
+  int timeout = -1;
+  if (auto d = next_deadline()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*d - clock::now()).count();
+    timeout = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
   }
-  obs::log_info("supervisor stopped: every worker process has ended");
-  return exit_code_;
+  const int n = ::poll(fds.data(), fds.size(), timeout);
+  if (n < 0 && errno != EINTR) {
+    obs::log_error("supervisor poll failed", {{"error", std::string_view(std::strerror(errno))}});
+    stop("poll failed");
+  }
+  if (n <= 0) return;
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    auto it = std::find_if(procs_.begin(), procs_.end(), [fd = fds[i].fd](const process& p) { return p.ready_fd == fd; });
+    if (it != procs_.end()) on_ready(*it);
+  }
+  if (fds[0].revents & POLLIN) {
+    signalfd_siginfo si;
+    while (::read(sigfd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) on_signal(static_cast<int>(si.ssi_signo));
+  }
 }
 
 void supervisor::on_ready(process& p) {
@@ -304,15 +316,15 @@ void supervisor::on_ready(process& p) {
     for (const auto& u : finished.routing.upstreams) upstreams += (upstreams.empty() ? "" : ", ") + u.name + "=" + u.url;
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
     tcp::endpoint ep;
     std::memcpy(ep.data(), &addr, std::min<std::size_t>(len, ep.capacity()));
     ep.resize(len);
     std::string admin;
-    if (admin_ >= 0) {
+    if (admin_) {
       sockaddr_storage aaddr{};
       socklen_t alen = sizeof aaddr;
-      ::getsockname(admin_, reinterpret_cast<sockaddr*>(&aaddr), &alen);
+      ::getsockname(admin_.get(), reinterpret_cast<sockaddr*>(&aaddr), &alen);
       tcp::endpoint aep;
       std::memcpy(aep.data(), &aaddr, std::min<std::size_t>(alen, aep.capacity()));
       aep.resize(alen);

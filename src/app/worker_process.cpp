@@ -6,35 +6,35 @@
 #include <boost/asio/signal_set.hpp>
 #include <cstdlib>
 #include <memory>
-#include <stdexcept>
 
 #include "app/gateway.hpp"
 #include "observability/log.hpp"
+#include "runtime/unique_fd.hpp"
 
 namespace sluice::app {
 
 int run_worker(const serve_options& opts, int listener, int admin, pod_link pod, int ready_fd) {
+  runtime::unique_fd listening(listener), admin_listening(admin), ready_pipe(ready_fd);
   const std::int64_t pid = ::getpid();
   // SIGHUP is the supervisor's (a reload); a worker that got one from a stray `kill` ignores it.
   ::signal(SIGHUP, SIG_IGN);
   const char* key = std::getenv(opts.upstream.key_env.c_str());
-  std::unique_ptr<gateway> gw;
-  try {
-    gw = std::make_unique<gateway>(opts, key ? key : "", admission::memory_budget::rss_source{}, pod);
-  } catch (const std::invalid_argument& e) {
-    obs::log_error("worker process: the config cannot start", {{"pid", pid}, {"error", std::string_view(e.what())}});
+  auto made = gateway::make(opts, key ? key : "", admission::memory_budget::rss_source{}, pod);
+  if (!made) {
+    obs::log_error("worker process: the config cannot start", {{"pid", pid}, {"error", std::string_view(made.err().message)}});
     return 2;
   }
-  auto ep = gw->start(listener, admin);
-  ::close(listener);  // the threads accept on their own duplicates: once they stop, this worker holds none
-  if (admin >= 0) ::close(admin);
+  std::unique_ptr<gateway> gw = std::move(made).value();
+  auto ep = gw->start(listening.get(), admin_listening.get());
+  listening.reset();  // the threads accept on their own duplicates: once they stop, this worker holds none
+  admin_listening.reset();
   if (!ep) {
     obs::log_error("worker process: cannot serve", {{"pid", pid}, {"error", std::string_view(ep.err().message)}});
     return 1;
   }
   const char ready = 'r';
-  const bool said = ::write(ready_fd, &ready, 1) == 1;
-  ::close(ready_fd);
+  const bool said = ::write(ready_pipe.get(), &ready, 1) == 1;
+  ready_pipe.reset();
   if (!said) return 1;
   obs::log_info("worker process serving", {{"pid", pid},
                                            {"generation", static_cast<std::uint64_t>(pod ? pod.pod->workers[pod.row].generation.load() : 0)},

@@ -9,7 +9,8 @@
 
 namespace sluice::app {
 
-// `admin`: the inherited admin-listen socket, or -1.
+// `admin`: the inherited admin-listen socket, or -1. The three descriptors become run_worker's
+// (runtime::unique_fd): closed once the gateway holds its own duplicates, or on the way out.
 int run_worker(const serve_options& opts, int listener, int admin, pod_link pod, int ready_fd);
 
 }  // namespace sluice::app

@@ -10,6 +10,7 @@
 
 #include <thread>
 
+#include "app/deployment.hpp"
 #include "app/gateway.hpp"
 #include "app/supervisor.hpp"
 #include "observability/log.hpp"
@@ -44,7 +45,8 @@ result<app::serve_options> load_again(const serve_state& st) {
   return opts;
 }
 
-int run_serve(serve_state& st) {
+// The config read and logging set up: 0, or the exit code of what failed (said on stderr).
+int prepare(serve_state& st) {
   if (auto r = load(st.table, st.config_file, st.opts); !r) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 2;
@@ -53,30 +55,22 @@ int run_serve(serve_state& st) {
     std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 2;
   }
-  if (auto n = st.opts.process_count(); n && *n > 1) {
-    // A supervisor and its worker processes (docs/processes.md). Nothing here has started a thread.
-    if (auto r = app::prepare_generation(st.opts); !r) {
-      std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
-      return 2;
-    }
-    app::supervisor_settings settings;
-    settings.reload = [&st] { return load_again(st); };
-    return app::supervise(st.opts, std::move(settings));
-  }
-  const char* key = std::getenv(st.opts.upstream.key_env.c_str());
-  std::unique_ptr<app::gateway> owned;
-  try {
-    owned = std::make_unique<app::gateway>(st.opts, key ? key : "");
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "sluice serve: %s\n", e.what());
+  return 0;
+}
+
+// A supervisor and its worker processes (docs/processes.md). Nothing here has started a thread.
+int run_supervisor(serve_state& st) {
+  if (auto r = app::prepare_generation(st.opts); !r) {
+    std::fprintf(stderr, "sluice serve: %s\n", r.err().message.c_str());
     return 2;
   }
-  app::gateway& gw = *owned;
-  auto ep = gw.start();
-  if (!ep) {
-    std::fprintf(stderr, "sluice serve: %s\n", ep.err().message.c_str());
-    return 1;
-  }
+  app::supervisor_settings settings;
+  settings.reload = [&st] { return load_again(st); };
+  return app::supervise(st.opts, std::move(settings));
+}
+
+// The line on stdout that says where the gateway listens, and its log record.
+void announce(app::gateway& gw, const tcp::endpoint& ep, const app::serve_options& opts) {
   std::string upstreams;
   for (const auto& u : gw.options().routing.upstreams) {
     if (!upstreams.empty()) upstreams += ", ";
@@ -84,18 +78,20 @@ int run_serve(serve_state& st) {
   }
   std::string admin;
   if (auto a = gw.admin_endpoint()) admin = "; admin " + a->address().to_string() + ":" + std::to_string(a->port());
-  std::printf("sluice serve listening on %s:%u (upstream %s%s)\n", ep->address().to_string().c_str(),
-              static_cast<unsigned>(ep->port()), upstreams.c_str(), admin.c_str());
+  std::printf("sluice serve listening on %s:%u (upstream %s%s)\n", ep.address().to_string().c_str(),
+              static_cast<unsigned>(ep.port()), upstreams.c_str(), admin.c_str());
   std::fflush(stdout);
   obs::log_info("sluice serve started",
-                {{"listen", std::string_view(st.opts.http.listen)},
-                 {"port", static_cast<std::uint64_t>(ep->port())},
-                 {"threads", static_cast<std::uint64_t>(st.opts.http.threads)},
-                 {"max_streams", st.opts.admission.max_streams},
+                {{"listen", std::string_view(opts.http.listen)},
+                 {"port", static_cast<std::uint64_t>(ep.port())},
+                 {"threads", static_cast<std::uint64_t>(opts.http.threads)},
+                 {"max_streams", opts.admission.max_streams},
                  {"memory_budget_bytes", gw.budget().budget()}});
+}
 
-  // SIGTERM or SIGINT: drain (readiness fails, serve on for drain-delay, stop accepting, let streams
-  // finish for up to drain-timeout, end the rest in-band) and exit 0. A second signal stops at once.
+// SIGTERM or SIGINT: drain (readiness fails, serve on for drain-delay, stop accepting, let streams
+// finish for up to drain-timeout, end the rest in-band). A second signal stops at once.
+void drain_on_signal(app::gateway& gw) {
   net::io_context signals_ctx(1);
   net::signal_set signals(signals_ctx, SIGINT, SIGTERM);
   signals.async_wait([](const error_code&, int) {});
@@ -111,6 +107,25 @@ int run_serve(serve_state& st) {
   gw.drain();
   signals.cancel();
   second.join();
+}
+
+int run_serve(serve_state& st) {
+  if (int code = prepare(st); code != 0) return code;
+  if (app::deployment::of(st.opts).supervised()) return run_supervisor(st);
+  const char* key = std::getenv(st.opts.upstream.key_env.c_str());
+  auto owned = app::gateway::make(st.opts, key ? key : "");
+  if (!owned) {
+    std::fprintf(stderr, "sluice serve: %s\n", owned.err().message.c_str());
+    return 2;
+  }
+  app::gateway& gw = **owned;
+  auto ep = gw.start();
+  if (!ep) {
+    std::fprintf(stderr, "sluice serve: %s\n", ep.err().message.c_str());
+    return 1;
+  }
+  announce(gw, *ep, st.opts);
+  drain_on_signal(gw);  // exit 0 after the drain
   obs::log_info("sluice serve stopped");
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <future>
 
 #include "observability/log.hpp"
+#include "runtime/unique_fd.hpp"
 #include "runtime/worker_pool.hpp"
 
 namespace sluice::http {
@@ -79,14 +80,12 @@ result<tcp::endpoint> server::adopt(int fd) {
   socklen_t len = sizeof addr;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
     return error::make(errc::internal, std::string("inherited listener: ") + std::strerror(errno));
-  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return error::make(errc::internal, std::string("inherited listener: ") + std::strerror(errno));
+  runtime::unique_fd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return error::make(errc::internal, std::string("inherited listener: ") + std::strerror(errno));
   error_code ec;
-  acceptor_.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), copy, ec);
-  if (ec) {
-    ::close(copy);
-    return error::make(errc::internal, "inherited listener: " + ec.message());
-  }
+  acceptor_.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), copy.get(), ec);
+  if (ec) return error::make(errc::internal, "inherited listener: " + ec.message());  // `copy` closes it
+  copy.release();  // the acceptor's now
   auto ep = acceptor_.local_endpoint(ec);
   if (ec) return error::make(errc::internal, "inherited listener: " + ec.message());
   return ep;
@@ -218,22 +217,21 @@ bool server::take_slot() noexcept {
   return true;
 }
 
-void server::serve_handed(int fd, std::string already_read) {
-  net::post(ctx_, [this, fd, bytes = std::move(already_read)]() mutable {
+void server::serve_handed(int handed, std::string already_read) {
+  net::post(ctx_, [this, fd = runtime::unique_fd(handed), bytes = std::move(already_read)]() mutable {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    if (closing_ || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || !take_slot()) {
-      ::close(fd);
-      return;
-    }
+    if (closing_ || ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0 || !take_slot())
+      return;  // `fd` closes it
     tcp::socket socket(ctx_);
     error_code ec;
-    socket.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    socket.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd.get(), ec);
     if (ec) {
-      ::close(fd);
+      fd.reset();
       connection_slot::give_back(shared_);
       return;
     }
+    fd.release();  // the socket's now
     tasks_.spawn(ctx_.get_executor(),
                  session(std::make_unique<connection>(std::move(socket), opts_, bytes), connection_slot(shared_)),
                  "handed session");

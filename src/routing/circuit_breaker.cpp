@@ -108,7 +108,10 @@ circuit_breaker::circuit_breaker(circuit_settings s) : s_(s) { core_.next_open_t
 
 circuit_breaker::circuit_breaker(circuit_settings s, const runtime::row_identity& upstream, pod_circuits& table,
                                  std::size_t worker, std::uint32_t generation)
-    : s_(s), worker_(static_cast<std::int32_t>(worker % pod_circuits::max_workers)) {
+    : s_(s), worker_(static_cast<std::int32_t>(worker)) {
+  if (!runtime::is_pod_worker_row(worker))  // never folded onto another worker's row
+    throw std::invalid_argument("worker row " + std::to_string(worker) + " is not one of the pod's " +
+                                std::to_string(runtime::pod_worker_rows));
   shared_ = table.attach(upstream, static_cast<std::size_t>(worker_), generation, [](pod_circuit_row&) {},
                          [](pod_circuit_row&) {});
   if (shared_ == nullptr)

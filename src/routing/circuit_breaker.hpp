@@ -84,7 +84,8 @@ class circuit_breaker {
  public:
   explicit circuit_breaker(circuit_settings s);
   // The pod's circuit for this upstream: its row in `table`, for worker row `worker` of
-  // `generation`. Throws std::invalid_argument when the table is full.
+  // `generation`. Throws std::invalid_argument when the table is full or `worker` is not a worker
+  // row (runtime::is_pod_worker_row).
   circuit_breaker(circuit_settings s, const runtime::row_identity& upstream, pod_circuits& table, std::size_t worker,
                   std::uint32_t generation);
 

@@ -30,7 +30,10 @@ void pod_budget_row::release_worker(std::size_t w) noexcept {
 
 pod_budget::pod_budget(const upstream_spec& spec, time_point now, pod_budgets& table, std::size_t worker,
                        std::uint32_t generation)
-    : worker_(worker % pod_budget_row::workers), max_concurrent_(spec.max_concurrent) {
+    : worker_(worker), max_concurrent_(spec.max_concurrent) {
+  if (!runtime::is_pod_worker_row(worker_))  // never folded onto another worker's row
+    throw std::invalid_argument("worker row " + std::to_string(worker_) + " is not one of the pod's " +
+                                std::to_string(runtime::pod_worker_rows));
   auto set_up = [&](pod_budget_row& r) {
     reconfigure(r.pace.requests, r.configured_rpm, spec.requests_per_minute, now);
     reconfigure(r.pace.tokens, r.configured_tpm, spec.tokens_per_minute, now);

@@ -22,7 +22,7 @@
 namespace sluice::routing {
 
 struct pod_budget_row {
-  static constexpr std::size_t workers = 64;  // pod_state::max_workers
+  static constexpr std::size_t workers = runtime::pod_worker_rows;
 
   pacer_state pace;
   // What the config said, so a reload that changes it starts the bucket again.
@@ -45,7 +45,7 @@ using pod_budgets = runtime::pod_table<pod_budget_row, pod_budget_rows>;
 class pod_budget final : public rate_budget {
  public:
   // Attaches worker row `worker` of `generation` to the upstream's row; throws std::invalid_argument
-  // when the table is full.
+  // when the table is full or `worker` is not a worker row (runtime::is_pod_worker_row).
   pod_budget(const upstream_spec& spec, time_point now, pod_budgets& table, std::size_t worker, std::uint32_t generation);
 
   std::optional<duration> try_reserve(std::uint64_t tokens, time_point now) override;

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "runtime/pod_shape.hpp"
 #include "runtime/robust_mutex.hpp"
 
 namespace sluice::runtime {
@@ -34,8 +35,8 @@ row_identity identity_of(std::string_view text);
 template <class Payload, std::size_t N>
 class pod_table {
  public:
-  // Worker rows of the pod (pod_state::max_workers): one bit each in a row's users.
-  static constexpr std::size_t max_workers = 64;
+  // Worker rows of the pod (runtime::pod_worker_rows): one bit each in a row's users.
+  static constexpr std::size_t max_workers = pod_worker_rows;
   static constexpr std::size_t capacity = N;
 
   struct row {
@@ -69,8 +70,10 @@ class pod_table {
   // Worker `w` of `generation` uses the row named `id`: the one already there, or a free one.
   // `fresh(payload)` runs for a row just given out, `newer(payload)` for one a lower generation set
   // up (a reload changed the config); both under the row's lock. Null when every row is taken.
+  // `w` must be a worker row (is_pod_worker_row: the callers refuse one that is not).
   template <class Fresh, class Newer>
   row* attach(const row_identity& id, std::size_t w, std::uint32_t generation, Fresh&& fresh, Newer&& newer) {
+    if (!is_pod_worker_row(w)) return nullptr;
     table_lock lk(*this);
     row* free_row = nullptr;
     for (auto& r : rows_) {
@@ -103,6 +106,7 @@ class pod_table {
   // The supervisor, once worker row `w`'s process has ended: what it held goes back, and rows
   // nobody uses any more are free.
   void detach_worker(std::size_t w) noexcept {
+    if (!is_pod_worker_row(w)) return;  // never attached
     table_lock lk(*this);
     for (auto& r : rows_) {
       if ((r.users.load(std::memory_order_acquire) & bit(w)) == 0) continue;
@@ -122,7 +126,8 @@ class pod_table {
   }
 
  private:
-  static std::uint64_t bit(std::size_t w) noexcept { return std::uint64_t{1} << (w % max_workers); }
+  // `w` is a worker row: attach() and detach_worker() check it first.
+  static std::uint64_t bit(std::size_t w) noexcept { return std::uint64_t{1} << w; }
   // The table's mutex guards which row has which identity; a process that died inside it left at
   // most its own bit set in one row, which detach_worker() clears.
   struct table_lock {

@@ -51,7 +51,9 @@ struct Background : ::testing::Test {
     go.admission.keys_file = keys_file;
     go.drain_delay = 0ms;
     go.drain_timeout = drain_timeout;
-    gw = std::make_unique<app::gateway>(go, "sk-upstream");
+    auto made = app::gateway::make(go, "sk-upstream");
+    ASSERT_TRUE(made.has_value()) << made.err().message;
+    gw = std::move(made).value();
     auto gp = gw->start();
     ASSERT_TRUE(gp.has_value()) << gp.err().message;
     port = gp->port();
@@ -248,7 +250,9 @@ TEST_F(Background, AStreamNoOneFollowsIsCancelledAfterTheOrphanTimeout) {
   go.http.threads = 1;
   go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
   go.jobs.orphan_timeout = std::chrono::milliseconds(200);
-  gw = std::make_unique<app::gateway>(go, "sk-upstream");
+  auto made = app::gateway::make(go, "sk-upstream");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  gw = std::move(made).value();
   auto gp = gw->start();
   ASSERT_TRUE(gp.has_value());
   port = gp->port();

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "app/gateway.hpp"
@@ -22,12 +24,22 @@ struct sim_box {
 };
 
 struct gateway_box {
-  app::gateway gw;
+  std::unique_ptr<app::gateway> owned;
+  app::gateway& gw;
   std::uint16_t port = 0;
-  explicit gateway_box(app::serve_options o, std::string upstream_key = "sk-test-upstream") : gw(std::move(o), std::move(upstream_key)) {
+  explicit gateway_box(app::serve_options o, std::string upstream_key = "sk-test-upstream")
+      : owned(made(std::move(o), std::move(upstream_key))), gw(*owned) {
     auto p = gw.start();
     EXPECT_TRUE(p.has_value()) << p.err().message;
     if (p) port = p->port();
+  }
+
+ private:
+  // A config the gateway refuses fails the test that boxes it (the box has no gateway to give).
+  static std::unique_ptr<app::gateway> made(app::serve_options o, std::string upstream_key) {
+    auto g = app::gateway::make(std::move(o), std::move(upstream_key));
+    if (!g) throw std::runtime_error("gateway_box: " + g.err().message);
+    return std::move(g).value();
   }
 };
 

@@ -46,7 +46,9 @@ class GatewayTest : public ::testing::Test {
     go.routing.max_attempts = 1;
     go.routing.circuit_failures = 1000000;
     go.routing.circuit_error_rate = 0;
-    gw_ = new app::gateway(go, kUpstreamKey);
+    auto made = app::gateway::make(go, kUpstreamKey);
+    ASSERT_TRUE(made.has_value()) << made.err().message;
+    gw_ = std::move(made).value().release();
     auto gp = gw_->start();
     ASSERT_TRUE(gp.has_value()) << gp.err().message;
     port_ = gp->port();
@@ -317,7 +319,9 @@ TEST_F(GatewayTest, UnreachableUpstreamGives502) {
     dead_port = a.local_endpoint().port();
   }
   go.upstream.urls = {"http://127.0.0.1:" + std::to_string(dead_port)};
-  app::gateway gw(go, "");
+  auto made = app::gateway::make(go, "");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value());
   expect_openai_error(test::post_chat(ep->port(), true), 502);

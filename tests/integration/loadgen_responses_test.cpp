@@ -24,7 +24,9 @@ TEST(loadgen_responses, against_the_sim_and_the_gateway) {
   go.http.threads = 2;
   go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
   go.routing.max_attempts = 1;
-  app::gateway gw(go, "sk-test-key");
+  auto made = app::gateway::make(go, "sk-test-key");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto gp = gw.start();
   ASSERT_TRUE(gp.has_value()) << gp.err().message;
 

@@ -129,7 +129,9 @@ TEST(Overload, FakedMemoryPressureShedsResetsLargestFirstAndRecovers) {
   go.admission.memory_limit = 100 << 20;
   go.admission.max_resets_per_tick = 1;
   go.admission.memory_sample_interval = 1h;  // the test samples by hand
-  app::gateway gw(go, "", [&] { return fake_rss.load(); });
+  auto made = app::gateway::make(go, "", [&] { return fake_rss.load(); });
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value());
   const auto port = ep->port();

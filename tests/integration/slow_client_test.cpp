@@ -185,7 +185,9 @@ TEST(SlowClient, NonReaderIsCutAfterWriteStallTimeoutOthersComplete) {
   auto sim = start_sim();
   auto go = gateway_options(*sim);
   go.http.write_stall_timeout = 300ms;
-  app::gateway gw(go, "");
+  auto made = app::gateway::make(go, "");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
   auto& m = gw.stream_stats();
@@ -238,7 +240,9 @@ TEST(SlowClient, SlowButLiveReaderIsNeverCut) {
   auto sim = start_sim();
   auto go = gateway_options(*sim);
   go.http.write_stall_timeout = 300ms;
-  app::gateway gw(go, "");
+  auto made = app::gateway::make(go, "");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
   auto& m = gw.stream_stats();
@@ -279,7 +283,9 @@ TEST(SlowClient, MaxConnectionsClosesTheExtraConnectionAtOnce) {
   auto sim = start_sim();
   auto go = gateway_options(*sim);
   go.http.max_connections = 3;
-  app::gateway gw(go, "");
+  auto made = app::gateway::make(go, "");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
   const auto port = ep->port();
@@ -353,7 +359,9 @@ TEST(SlowClient, DribbledHeadAndBodyGet408AtTheirDeadlines) {
   auto go = gateway_options(*sim);
   go.http.header_timeout = 1s;
   go.http.body_timeout = 1s;
-  app::gateway gw(go, "");
+  auto made = app::gateway::make(go, "");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  app::gateway& gw = **made;
   auto ep = gw.start();
   ASSERT_TRUE(ep.has_value()) << ep.err().message;
   auto& m = gw.request_stats();

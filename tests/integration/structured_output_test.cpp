@@ -45,7 +45,9 @@ class StructuredOutputTest : public ::testing::Test {
     go.routing.circuit_failures = 1000000;
     go.routing.circuit_error_rate = 0;
     go.schema.retries = 2;  // the default, spelled out for the attempts assertions
-    gw_ = new app::gateway(go, "sk-test-key");
+    auto made = app::gateway::make(go, "sk-test-key");
+    ASSERT_TRUE(made.has_value()) << made.err().message;
+    gw_ = std::move(made).value().release();
     auto gp = gw_->start();
     ASSERT_TRUE(gp.has_value()) << gp.err().message;
     port_ = gp->port();

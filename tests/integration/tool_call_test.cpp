@@ -57,7 +57,9 @@ class ToolCallTest : public ::testing::Test {
     go.http.threads = 2;
     go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sim_port_)};
     go.routing.max_attempts = 1;
-    gw_ = new app::gateway(go, "sk-test-key");
+    auto made = app::gateway::make(go, "sk-test-key");
+    ASSERT_TRUE(made.has_value()) << made.err().message;
+    gw_ = std::move(made).value().release();
     auto gp = gw_->start();
     ASSERT_TRUE(gp.has_value()) << gp.err().message;
     gw_port_ = gp->port();
