@@ -102,12 +102,24 @@ class connection final : public runtime::watchdog::item, public downstream {
   void arm_watch();
   void on_watch(const error_code& ec);
 
+  using request_parser = bhttp::request_parser<bhttp::string_body>;
+  // read_request()'s steps (connection_read.cpp):
+  void start_parse(request_parser& parser);  // the parser's limits; the last failure's notes cleared
+  // A failed read of the head as the error to answer (nullopt: it did not fail).
+  std::optional<error> head_read_failure(const request_parser& parser, const error_code& ec, bool timed_out);
+  std::optional<error> parse_buffered_body(request_parser& parser);  // the body, as far as it came with the head
+  // The rest of a body that did not come with its head: 100 Continue when asked, then read under body_timeout.
+  task<std::optional<error>> read_rest_of_body(request_parser& parser);
+  // A failed read as the error to answer; notes the request's x-request-id first.
+  error classify(const request_parser& parser, const error_code& ec, bool timed_out, bool head);
+  error head_too_large(const request_parser& parser);  // 414 for a request line past its limit, else 431
+  void note_request_id(const request_parser& parser);  // failed_request_id_, from the fields or the raw head
   task<void> expire_after(duration d);
   // The framing rules on a parsed head (request_framing); rewrites an absolute-form target to its path.
   std::optional<error> check_framing(request& head);
   task<void> discard_input(std::uint64_t limit);
   // The rest of a request's body into the parser (request_framing.hpp: hold_body_bytes).
-  task<error_code> read_body(bhttp::request_parser<bhttp::string_body>& parser);
+  task<error_code> read_body(request_parser& parser);
   template <class Buffers>
   task<result<void>> write_streamed(const Buffers& buffers);
   task<bool> write_rest_of_head(std::size_t from, std::size_t& n);

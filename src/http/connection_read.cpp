@@ -27,6 +27,60 @@ task<void> connection::expire_after(duration d) {
   if (!ec) socket_.cancel();  // the competing read fails with operation_aborted
 }
 
+namespace {
+
+using request_parser = bhttp::request_parser<bhttp::string_body>;
+
+// What one non-blocking read found on a fresh connection.
+enum class ready_bytes { some, none, closed };
+
+// The first bytes of a fresh connection's request, if they are already there (usually).
+ready_bytes take_ready_bytes(tcp::socket& socket, beast::flat_buffer& buffer, std::size_t want) {
+  auto space = buffer.prepare(want);
+  const ssize_t n = ::recv(socket.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return ready_bytes::closed;
+  if (n < 0) return ready_bytes::none;
+  buffer.commit(static_cast<std::size_t>(n));
+  return ready_bytes::some;
+}
+
+// A chunked body's string grows under body_reserve (a small buffer, then the cap in one step)
+// instead of by doubling, so a body refused at the cap never held more than the cap. Beast checks
+// each chunk's size against the body limit before calling this. A Content-Length body is
+// reserved to its length (at most the cap: a larger one is refused with its head). The parser
+// keeps a reference to it: it lives beside the parser.
+struct chunk_reserve {
+  request_parser& parser;
+  std::size_t body_cap;
+  void operator()(std::uint64_t size, std::string_view, error_code&) const {
+    auto& body = parser.get().body();
+    reserve_body(body, body.size() + static_cast<std::size_t>(size), body_cap);
+  }
+};
+
+// What the buffer holds, into the parser; need_more is no error.
+inline error_code put_buffered(request_parser& parser, beast::flat_buffer& buffer) {
+  error_code ec;
+  buffer.consume(parser.put(buffer.data(), ec));
+  if (ec == bhttp::error::need_more) ec = {};
+  return ec;
+}
+
+// The request line's length. The parser consumes the request line once it is whole (then its
+// parts are in the message); before that, the line is the start of the unparsed buffer.
+std::size_t request_line_length(const request_parser& parser, const beast::flat_buffer& buffer) {
+  if (!parser.get().target().empty())
+    return parser.get().method_string().size() + parser.get().target().size() + 10;  // 2 SP + HTTP/1.1
+  const auto raw = buffer.cdata();
+  const std::string_view text(static_cast<const char*>(raw.data()), raw.size());
+  std::size_t line = text.find('\n');
+  if (line == std::string_view::npos) line = text.size();
+  else if (line > 0 && text[line - 1] == '\r') --line;
+  return line;
+}
+
+}  // namespace
+
 task<result<request>> connection::read_request() {
   // The first bytes of the request. A fresh connection usually has them already: one
   // non-blocking read takes them. A keep-alive connection usually waits for its next request: the
@@ -34,18 +88,9 @@ task<result<request>> connection::read_request() {
   // under idle_timeout kept by the watchdog tick (no timer raced with it per request).
   if (buffer_.size() == 0) {
     const std::size_t want = std::min(served_ ? idle_read_bytes : first_read_bytes, buffer_.max_size());
-    bool have = false;
-    if (!served_) {
-      auto space = buffer_.prepare(want);
-      const ssize_t n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-        co_return error::make(errc::cancelled, "client closed the connection");
-      if (n > 0) {
-        buffer_.commit(static_cast<std::size_t>(n));
-        have = true;
-      }
-    }
-    if (!have) {
+    const ready_bytes ready = served_ ? ready_bytes::none : take_ready_bytes(socket_, buffer_, want);
+    if (ready == ready_bytes::closed) co_return error::make(errc::cancelled, "client closed the connection");
+    if (ready == ready_bytes::none) {
       idle_deadline_ = runtime::steady::now() + opts_.idle_timeout;
       error_code ec;
       const std::size_t n = co_await socket_.async_read_some(buffer_.prepare(want), ec_out(ec));
@@ -56,122 +101,114 @@ task<result<request>> connection::read_request() {
   }
   served_ = true;
 
-  bhttp::request_parser<bhttp::string_body> parser;
-  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
-  parser.body_limit(opts_.max_body_bytes);
-  // A chunked body's string grows under body_reserve (a small buffer, then the cap in one step)
-  // instead of by doubling, so a body refused at the cap never held more than the cap. Beast checks
-  // each chunk's size against the body limit before calling this. A Content-Length body is
-  // reserved to its length (at most the cap: a larger one is refused with its head).
-  const std::size_t body_cap = static_cast<std::size_t>(opts_.max_body_bytes);
-  auto reserve_for_chunk = [&parser, body_cap](std::uint64_t size, std::string_view, error_code&) {
-    auto& body = parser.get().body();
-    reserve_body(body, body.size() + static_cast<std::size_t>(size), body_cap);
-  };
+  request_parser parser;
+  start_parse(parser);
+  chunk_reserve reserve_for_chunk{parser, static_cast<std::size_t>(opts_.max_body_bytes)};
   parser.on_chunk_header(reserve_for_chunk);
-
-  failed_request_id_.clear();
-  failed_refusal_ = framing_refusal::none;
-  auto note_request_id = [&] {
-    // The id of a request that is answered with an error, for its log line: from the fields
-    // parsed before the error, else from the raw bytes of an unfinished head.
-    auto parsed = parser.get().find("x-request-id");
-    if (parsed != parser.get().end()) {
-      failed_request_id_ = std::string(parsed->value().substr(0, 256));
-    } else if (!parser.is_header_done()) {
-      const auto raw = buffer_.cdata();
-      failed_request_id_ = std::string(
-          scan_request_id(std::string_view(static_cast<const char*>(raw.data()), raw.size())).substr(0, 256));
-    }
-  };
-  auto classify = [&](const error_code& ec, bool timed_out, bool head) -> error {
-    note_request_id();
-    if (timed_out)
-      return error::make(errc::request_timeout,
-                         head ? "request head not received in time" : "request body not received in time");
-    if (ec == bhttp::error::header_limit) {
-      // A request line that alone passes its limit is a 414, not a 431. The parser consumes the
-      // request line once it is whole (then its parts are in the message); before that, the line
-      // is the start of the unparsed buffer.
-      std::size_t line = 0;
-      if (!parser.get().target().empty()) {
-        line = parser.get().method_string().size() + parser.get().target().size() + 10;  // 2 SP + HTTP/1.1
-      } else {
-        const auto raw = buffer_.cdata();
-        const std::string_view text(static_cast<const char*>(raw.data()), raw.size());
-        line = text.find('\n');
-        if (line == std::string_view::npos) line = text.size();
-        else if (line > 0 && text[line - 1] == '\r') --line;
-      }
-      if (line > opts_.max_request_line_bytes) {
-        failed_refusal_ = framing_refusal::request_line_too_long;
-        return error::make(errc::uri_too_long, "request line too long");
-      }
-      return error::make(errc::header_too_large, "request head too large");
-    }
-    if (ec == bhttp::error::body_limit) return error::make(errc::payload_too_large, "request body too large");
-    if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
-        ec == net::error::operation_aborted)
-      return error::make(errc::cancelled, "client closed the connection");
-    return error::make(errc::bad_request, "malformed HTTP request: " + ec.message());
-  };
 
   // Fast path: a request's head, and usually its whole body, comes with its first bytes: what the
   // first read brought is parsed at once; only a request still incomplete after it is read under
   // the head and body deadlines (reads raced with timers: coroutines and timer operations each
   // request would otherwise pay for). The parser stops after the head: its framing is checked
   // before any byte of a body is taken.
-  {
-    parser.eager(false);
-    error_code ec;
-    buffer_.consume(parser.put(buffer_.data(), ec));
-    if (ec == bhttp::error::need_more) ec = {};
-    if (ec) co_return classify(ec, false, !parser.is_header_done());
-  }
+  parser.eager(false);
+  if (const error_code ec = put_buffered(parser, buffer_))
+    co_return classify(parser, ec, false, !parser.is_header_done());
 
   if (!parser.is_header_done()) {
     error_code ec;
     auto r = co_await (bhttp::async_read_header(socket_, buffer_, parser, ec_out(ec)) ||
                        expire_after(opts_.header_timeout));
-    bool timed_out = r.index() == 1;
-    if (timed_out || ec) {
-      // A client that closed before sending anything is not an error worth answering.
-      if (!timed_out && ec == bhttp::error::end_of_stream && buffer_.size() == 0)
-        co_return error::make(errc::cancelled, "client closed the connection");
-      co_return classify(ec, timed_out, true);
-    }
+    if (auto failed = head_read_failure(parser, ec, r.index() == 1)) co_return std::move(*failed);
   }
 
   if (auto refused = check_framing(parser.get())) {
-    note_request_id();
+    note_request_id(parser);
     co_return std::move(*refused);
   }
+  if (auto failed = parse_buffered_body(parser)) co_return std::move(*failed);
 
-  parser.eager(true);
-  if (!parser.is_done() && !hold_body_bytes(parser.chunked(), buffer_.size())) {  // the body, as far as it came with the head
-    error_code ec;
-    buffer_.consume(parser.put(buffer_.data(), ec));
-    if (ec == bhttp::error::need_more) ec = {};
-    if (ec) co_return classify(ec, false, false);
+  if (!parser.is_done()) {
+    if (auto failed = co_await read_rest_of_body(parser)) co_return std::move(*failed);
   }
+  // The head buffer can hold a little of a pipelined next request; give back large capacity.
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  co_return parser.release();
+}
 
-  if (!parser.is_done() && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+// The body, as far as it came with the head.
+std::optional<error> connection::parse_buffered_body(request_parser& parser) {
+  parser.eager(true);
+  if (parser.is_done() || hold_body_bytes(parser.chunked(), buffer_.size())) return std::nullopt;
+  if (const error_code ec = put_buffered(parser, buffer_)) return classify(parser, ec, false, false);
+  return std::nullopt;
+}
+
+// The slow path of a body that did not all come with its head.
+task<std::optional<error>> connection::read_rest_of_body(request_parser& parser) {
+  if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
     // Clients that wait for 100 before sending the body.
     static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
     error_code ec;
     co_await net::async_write(socket_, net::buffer(cont), ec_out(ec));
     if (ec) co_return error::make(errc::cancelled, "client closed the connection");
   }
+  auto r = co_await (read_body(parser) || expire_after(opts_.body_timeout));
+  const bool timed_out = r.index() == 1;
+  const error_code ec = timed_out ? error_code{} : std::get<0>(r);
+  if (timed_out || ec) co_return classify(parser, ec, timed_out, false);
+  co_return std::nullopt;
+}
 
-  if (!parser.is_done()) {
-    auto r = co_await (read_body(parser) || expire_after(opts_.body_timeout));
-    const bool timed_out = r.index() == 1;
-    const error_code ec = timed_out ? error_code{} : std::get<0>(r);
-    if (timed_out || ec) co_return classify(ec, timed_out, false);
+void connection::start_parse(request_parser& parser) {
+  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
+  parser.body_limit(opts_.max_body_bytes);
+  failed_request_id_.clear();
+  failed_refusal_ = framing_refusal::none;
+}
+
+std::optional<error> connection::head_read_failure(const request_parser& parser, const error_code& ec,
+                                                   bool timed_out) {
+  if (!timed_out && !ec) return std::nullopt;
+  // A client that closed before sending anything is not an error worth answering.
+  if (!timed_out && ec == bhttp::error::end_of_stream && buffer_.size() == 0)
+    return error::make(errc::cancelled, "client closed the connection");
+  return classify(parser, ec, timed_out, true);
+}
+
+error connection::classify(const request_parser& parser, const error_code& ec, bool timed_out, bool head) {
+  note_request_id(parser);
+  if (timed_out)
+    return error::make(errc::request_timeout,
+                       head ? "request head not received in time" : "request body not received in time");
+  if (ec == bhttp::error::header_limit) return head_too_large(parser);
+  if (ec == bhttp::error::body_limit) return error::make(errc::payload_too_large, "request body too large");
+  if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+      ec == net::error::operation_aborted)
+    return error::make(errc::cancelled, "client closed the connection");
+  return error::make(errc::bad_request, "malformed HTTP request: " + ec.message());
+}
+
+error connection::head_too_large(const request_parser& parser) {
+  // A request line that alone passes its limit is a 414, not a 431.
+  if (request_line_length(parser, buffer_) > opts_.max_request_line_bytes) {
+    failed_refusal_ = framing_refusal::request_line_too_long;
+    return error::make(errc::uri_too_long, "request line too long");
   }
-  // The head buffer can hold a little of a pipelined next request; give back large capacity.
-  if (buffer_.size() == 0) buffer_.shrink_to_fit();
-  co_return parser.release();
+  return error::make(errc::header_too_large, "request head too large");
+}
+
+void connection::note_request_id(const request_parser& parser) {
+  // The id of a request that is answered with an error, for its log line: from the fields
+  // parsed before the error, else from the raw bytes of an unfinished head.
+  auto parsed = parser.get().find("x-request-id");
+  if (parsed != parser.get().end()) {
+    failed_request_id_ = std::string(parsed->value().substr(0, 256));
+  } else if (!parser.is_header_done()) {
+    const auto raw = buffer_.cdata();
+    failed_request_id_ = std::string(
+        scan_request_id(std::string_view(static_cast<const char*>(raw.data()), raw.size())).substr(0, 256));
+  }
 }
 
 std::optional<error> connection::check_framing(request& head) {

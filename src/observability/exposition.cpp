@@ -78,45 +78,68 @@ error bad_line(std::size_t line, std::string_view why) {
   return error::make(errc::bad_request, "exposition line " + std::to_string(line) + ": " + std::string(why));
 }
 
-}  // namespace
+// The next line of `text` (without its line feed or a carriage return before it); `text` moves past it.
+std::string_view next_line(std::string_view& text) {
+  const auto nl = text.find('\n');
+  std::string_view line = text.substr(0, nl);
+  text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
 
-result<exposition> parse_exposition(std::string_view text) {
-  exposition out;
-  std::unordered_map<std::string, std::size_t> by_name;
-  auto family_of = [&](std::string_view name) -> exposition_family& {
-    auto [it, fresh] = by_name.try_emplace(std::string(name), out.size());
-    if (fresh) out.push_back(exposition_family{std::string(name), {}, {}, {}});
-    return out[it->second];
-  };
-  // The family the samples that follow belong to: the last HELP/TYPE line's.
-  std::size_t current = static_cast<std::size_t>(-1);
-  std::size_t line_no = 0;
-  while (!text.empty()) {
-    ++line_no;
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    if (line[0] == '#') {
-      const bool help = starts_with(line, "# HELP "), type = starts_with(line, "# TYPE ");
-      if (!help && !type) continue;  // a comment
-      std::string_view rest = line.substr(7);
-      const std::size_t n = name_length(rest);
-      if (n == 0 || (rest.size() > n && rest[n] != ' ')) return bad_line(line_no, "a HELP or TYPE line without a metric name");
-      auto& f = family_of(rest.substr(0, n));
-      current = by_name[f.name];
-      std::string_view value = rest.size() > n ? rest.substr(n + 1) : std::string_view();
-      if (help) {
-        f.help = std::string(value);
-      } else {
-        if (value != "counter" && value != "gauge" && value != "histogram" && value != "summary" && value != "untyped")
-          return bad_line(line_no, "unknown metric type");
-        if (!f.type.empty() && f.type != value) return bad_line(line_no, "a second TYPE for one metric");
-        f.type = std::string(value);
-      }
-      continue;
+// The value after a sample's series (and the timestamp after it, checked and dropped).
+std::optional<error> sample_value(std::string_view value, std::size_t line_no, double& v) {
+  if (const auto sp = value.find(' '); sp != std::string_view::npos) {  // a timestamp: whole milliseconds
+    std::string_view ts = value.substr(sp + 1);
+    value = value.substr(0, sp);
+    if (!ts.empty() && ts[0] == '-') ts.remove_prefix(1);
+    if (ts.empty() || ts.find_first_not_of("0123456789") != std::string_view::npos)
+      return bad_line(line_no, "a timestamp that is not whole milliseconds");
+  }
+  if (!parse_value(value, v)) return bad_line(line_no, "a value that is not a number");
+  return std::nullopt;
+}
+
+// parse_exposition()'s state: the families so far, by name, and the one the samples that follow
+// belong to (the last HELP/TYPE line's).
+class exposition_reader {
+ public:
+  std::optional<error> read_line(std::string_view line, std::size_t line_no) {
+    if (line.empty()) return std::nullopt;
+    if (line[0] == '#') return read_comment(line, line_no);
+    return read_sample(line, line_no);
+  }
+  exposition take() { return std::move(out_); }
+
+ private:
+  exposition_family& family_of(std::string_view name) {
+    auto [it, fresh] = by_name_.try_emplace(std::string(name), out_.size());
+    if (fresh) out_.push_back(exposition_family{std::string(name), {}, {}, {}});
+    return out_[it->second];
+  }
+
+  std::optional<error> read_comment(std::string_view line, std::size_t line_no) {
+    const bool help = starts_with(line, "# HELP "), type = starts_with(line, "# TYPE ");
+    if (!help && !type) return std::nullopt;  // a comment
+    std::string_view rest = line.substr(7);
+    const std::size_t n = name_length(rest);
+    if (n == 0 || (rest.size() > n && rest[n] != ' '))
+      return bad_line(line_no, "a HELP or TYPE line without a metric name");
+    auto& f = family_of(rest.substr(0, n));
+    current_ = by_name_[f.name];
+    std::string_view value = rest.size() > n ? rest.substr(n + 1) : std::string_view();
+    if (help) {
+      f.help = std::string(value);
+      return std::nullopt;
     }
+    if (value != "counter" && value != "gauge" && value != "histogram" && value != "summary" && value != "untyped")
+      return bad_line(line_no, "unknown metric type");
+    if (!f.type.empty() && f.type != value) return bad_line(line_no, "a second TYPE for one metric");
+    f.type = std::string(value);
+    return std::nullopt;
+  }
+
+  std::optional<error> read_sample(std::string_view line, std::size_t line_no) {
     const std::size_t n = name_length(line);
     if (n == 0) return bad_line(line_no, "a sample without a metric name");
     std::size_t end = n;
@@ -126,33 +149,41 @@ result<exposition> parse_exposition(std::string_view text) {
       end += l;
     }
     if (end >= line.size() || line[end] != ' ') return bad_line(line_no, "a sample without a value");
-    std::string_view value = line.substr(end + 1);
-    if (const auto sp = value.find(' '); sp != std::string_view::npos) {  // a timestamp: whole milliseconds
-      std::string_view ts = value.substr(sp + 1);
-      value = value.substr(0, sp);
-      if (!ts.empty() && ts[0] == '-') ts.remove_prefix(1);
-      if (ts.empty() || ts.find_first_not_of("0123456789") != std::string_view::npos)
-        return bad_line(line_no, "a timestamp that is not whole milliseconds");
-    }
     double v = 0;
-    if (!parse_value(value, v)) return bad_line(line_no, "a value that is not a number");
-    const std::string_view name = line.substr(0, n);
-    // A sample belongs to the family announced last when its name is that family's or one of its
-    // suffixed series (histogram and summary parts); otherwise it is a family of its own.
-    exposition_family* f = nullptr;
-    if (current < out.size() && starts_with(name, out[current].name)) {
-      const std::string_view suffix = name.substr(out[current].name.size());
+    if (auto bad = sample_value(line.substr(end + 1), line_no, v)) return bad;
+    family_of_sample(line.substr(0, n)).samples.emplace_back(std::string(line.substr(0, end)), v);
+    return std::nullopt;
+  }
+
+  // A sample belongs to the family announced last when its name is that family's or one of its
+  // suffixed series (histogram and summary parts); otherwise it is a family of its own.
+  exposition_family& family_of_sample(std::string_view name) {
+    if (current_ < out_.size() && starts_with(name, out_[current_].name)) {
+      const std::string_view suffix = name.substr(out_[current_].name.size());
       if (suffix.empty() || suffix == "_bucket" || suffix == "_sum" || suffix == "_count" || suffix == "_total" ||
           suffix == "_created")
-        f = &out[current];
+        return out_[current_];
     }
-    if (f == nullptr) {
-      f = &family_of(name);
-      current = by_name[f->name];
-    }
-    f->samples.emplace_back(std::string(line.substr(0, end)), v);
+    auto& f = family_of(name);
+    current_ = by_name_[f.name];
+    return f;
   }
-  return out;
+
+  exposition out_;
+  std::unordered_map<std::string, std::size_t> by_name_;
+  std::size_t current_ = static_cast<std::size_t>(-1);
+};
+
+}  // namespace
+
+result<exposition> parse_exposition(std::string_view text) {
+  exposition_reader reader;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    if (auto bad = reader.read_line(next_line(text), line_no)) return std::move(*bad);
+  }
+  return reader.take();
 }
 
 std::string write_exposition(const exposition& e) {

@@ -102,64 +102,84 @@ task<void> connection::run_loop() {
   std::uint64_t failed = 0;  // connects failed since the last success
   while (!stopping_) {
     std::string why;
-    bool up = false;
-    try {
-      up = co_await open(why);
-    } catch (const std::exception& e) {  // e.g. OpenSSL cannot make a session: a failed connect
-      why = e.what();
-    }
+    const bool up = co_await try_open(why);
     if (stopping_) break;
     if (!up) {
-      close_socket();
-      const duration delay = next_backoff();
-      ++attempt_;
-      const obs::log_level level = failing ? obs::log_level::debug : obs::log_level::warn;
-      if (obs::log_enabled(level)) {
-        const obs::log_field fields[] = {{"redis", where}, {"reason", why}, {"attempt", attempt_},
-                                         {"retry_in_ms", millis(delay)}};
-        obs::log_event(level, "redis connect failed", fields);
-      }
+      const duration delay = on_connect_failed(where, why, failing);
       failing = true;
       ++failed;
-      backoff_.expires_after(delay);
-      error_code ec;
-      co_await backoff_.async_wait(ec_out(ec));
+      co_await back_off(delay);
       continue;
     }
-    ++connects_;
-    drop_reason_ = {};
-    obs::log_info("redis connected", {{"redis", where}, {"failed_attempts", failed}, {"connects", connects_},
-                                      {"scripts", scripts_.size()}});
-    attempt_ = 0;
+    on_connected(where, failed);
     failed = 0;
     failing = false;
-    set_connected(true);
-    writer_running_ = true;
-    owner_->spawn(ex_, write_loop(), "redis writer");
-
-    std::string reason = co_await read_loop();
-
-    set_connected(false);
-    close_socket();
-    wake_.cancel();
-    fail_all(outcome::disconnected, outcome::disconnected);
-    while (writer_running_) {
-      writer_exit_.expires_at(clock::time_point::max());
-      error_code ec;
-      co_await writer_exit_.async_wait(ec_out(ec));
-    }
+    const std::string reason = co_await serve();
     if (stopping_) break;
     const duration delay = next_backoff();
     ++attempt_;
     obs::log_warn("redis disconnected", {{"redis", where}, {"reason", reason}, {"retry_in_ms", millis(delay)}});
-    backoff_.expires_after(delay);
-    error_code ec;
-    co_await backoff_.async_wait(ec_out(ec));
+    co_await back_off(delay);
   }
   set_connected(false);
   close_socket();
   fail_all(outcome::disconnected, outcome::disconnected);
   if (connects_ > 0) obs::log_info("redis connection stopped", {{"redis", where}});
+}
+
+task<bool> connection::try_open(std::string& why) {
+  try {
+    co_return co_await open(why);
+  } catch (const std::exception& e) {  // e.g. OpenSSL cannot make a session: a failed connect
+    why = e.what();
+  }
+  co_return false;
+}
+
+duration connection::on_connect_failed(const std::string& where, const std::string& why, bool failing) {
+  close_socket();
+  const duration delay = next_backoff();
+  ++attempt_;
+  const obs::log_level level = failing ? obs::log_level::debug : obs::log_level::warn;
+  if (obs::log_enabled(level)) {
+    const obs::log_field fields[] = {{"redis", where}, {"reason", why}, {"attempt", attempt_},
+                                     {"retry_in_ms", millis(delay)}};
+    obs::log_event(level, "redis connect failed", fields);
+  }
+  return delay;
+}
+
+void connection::on_connected(const std::string& where, std::uint64_t failed) {
+  ++connects_;
+  drop_reason_ = {};
+  obs::log_info("redis connected", {{"redis", where}, {"failed_attempts", failed}, {"connects", connects_},
+                                    {"scripts", scripts_.size()}});
+  attempt_ = 0;
+}
+
+task<std::string> connection::serve() {
+  set_connected(true);
+  writer_running_ = true;
+  owner_->spawn(ex_, write_loop(), "redis writer");
+
+  std::string reason = co_await read_loop();
+
+  set_connected(false);
+  close_socket();
+  wake_.cancel();
+  fail_all(outcome::disconnected, outcome::disconnected);
+  while (writer_running_) {
+    writer_exit_.expires_at(clock::time_point::max());
+    error_code ec;
+    co_await writer_exit_.async_wait(ec_out(ec));
+  }
+  co_return reason;
+}
+
+task<void> connection::back_off(duration delay) {
+  backoff_.expires_after(delay);
+  error_code ec;
+  co_await backoff_.async_wait(ec_out(ec));
 }
 
 // ---- reading and writing -------------------------------------------------------------------------

@@ -102,7 +102,20 @@ class connection : public std::enable_shared_from_this<connection> {
   using pending_ptr = std::shared_ptr<pending>;
 
   task<void> run_loop();
+  // run_loop()'s steps: open() with an exception as a failed connect; a failed connect's socket
+  // closed, backoff chosen and log line; a success's count and log line; a connection served until
+  // it drops (the writer spawned, then gone), returning why; the wait between connects.
+  task<bool> try_open(std::string& why);
+  duration on_connect_failed(const std::string& where, const std::string& why, bool failing);
+  void on_connected(const std::string& where, std::uint64_t failed);
+  task<std::string> serve();
+  task<void> back_off(duration delay);
+  // One attempt to connect (connection_open.cpp), in steps: resolve and TCP connect; TLS for
+  // rediss://; the preamble written and its replies checked.
   task<bool> open(std::string& why);
+  task<bool> connect_socket(std::string& why);
+  task<bool> start_tls(std::string& why);
+  task<bool> send_preamble(std::string& why);
   task<std::string> read_loop();
   task<void> write_loop();
   task<response> submit(std::string bytes, clock::time_point deadline);

@@ -160,105 +160,126 @@ bool router::has_ready_untried(std::string_view model, std::uint64_t tokens, con
   return false;
 }
 
+// What a look at the model's upstreams found: the ones ready now (with their load), and for the
+// others when one may be worth asking again.
+struct router::survey {
+  std::vector<candidate> ready;
+  bool any_model = false;
+  bool any_healthy_for_model = false;
+  time_point earliest = time_point::max();
+};
+
 pick_result router::pick(std::string_view model, std::uint64_t tokens, const std::vector<bool>& tried,
                          time_point now) {
   pick_result out;
-  struct cand {
-    std::size_t i;
-    double load;  // outstanding per unit of weight
-  };
-  std::vector<cand> ready;
-  bool any_model = false, any_healthy_for_model = false;
-  time_point earliest = time_point::max();
-  for (std::size_t i = 0; i < ups_.size(); ++i) {
-    auto& u = *ups_[i];
-    if (!u.spec.serves(model)) continue;
-    any_model = true;
-    std::optional<duration> wait;
-    switch (ready_state(u, tokens, now, &wait)) {
-      case readiness::probe_failed: earliest = std::min(earliest, now + o_.probe_interval); continue;
-      case readiness::circuit_open: earliest = std::min(earliest, u.breaker.retry_at()); continue;
-      case readiness::probe_in_flight:  // half-open with its probe in flight: the verdict is moments away
-        any_healthy_for_model = true;
-        earliest = std::min<time_point>(earliest, now + busy_poll);
-        continue;
-      case readiness::engine_saturated:
-        any_healthy_for_model = true;
-        out.engine = true;
-        earliest = std::min<time_point>(earliest, now + busy_poll);
-        continue;
-      case readiness::at_concurrency:
-        any_healthy_for_model = true;
-        earliest = std::min<time_point>(earliest, now + busy_poll);
-        continue;
-      case readiness::paced:
-        any_healthy_for_model = true;
-        out.paced = true;
-        earliest = std::min(earliest, now + *wait);
-        continue;
-      case readiness::ready: any_healthy_for_model = true; break;
-    }
-    const auto outstanding = u.outstanding.load(std::memory_order_relaxed);
-    ready.push_back({i, static_cast<double>(outstanding) / static_cast<double>(u.spec.weight)});
-  }
-  if (!any_model) {
+  survey s;
+  survey_upstreams(model, tokens, now, s, out);
+  if (!s.any_model) {
     out.why = no_pick::unknown_model;
     return out;
   }
   // Untried first; then least load; ties at random in proportion to weight.
-  while (!ready.empty()) {
-    bool any_untried = std::any_of(ready.begin(), ready.end(), [&](const cand& c) { return c.i >= tried.size() || !tried[c.i]; });
-    double best = std::numeric_limits<double>::max();
-    for (const auto& c : ready)
-      if (!any_untried || c.i >= tried.size() || !tried[c.i]) best = std::min(best, c.load);
-    std::vector<std::size_t> tied;
-    std::uint64_t weight_sum = 0;
-    for (std::size_t k = 0; k < ready.size(); ++k) {
-      const auto& c = ready[k];
-      if ((any_untried && c.i < tried.size() && tried[c.i]) || c.load > best) continue;
-      tied.push_back(k);
-      weight_sum += ups_[c.i]->spec.weight;
-    }
-    std::size_t chosen = tied.front();
-    if (tied.size() > 1) {
-      std::uint64_t roll;
-      {
-        std::lock_guard lk(rng_mu_);
-        roll = std::uniform_int_distribution<std::uint64_t>(0, weight_sum - 1)(rng_);
-      }
-      for (auto k : tied) {
-        auto w = ups_[ready[k].i]->spec.weight;
-        if (roll < w) {
-          chosen = k;
-          break;
-        }
-        roll -= w;
-      }
-    }
-    auto& u = *ups_[ready[chosen].i];
-    bool probe = false;
-    bool got_breaker = u.breaker.try_acquire(now, probe);
-    std::optional<duration> wait;
-    if (got_breaker) wait = u.pace->try_reserve(tokens, now);
-    if (got_breaker && !wait) {
-      u.outstanding.fetch_add(1, std::memory_order_relaxed);
-      out.picked.r_ = this;
-      out.picked.index_ = ready[chosen].i;
-      out.picked.probe_ = probe;
-      out.picked.tokens_ = tokens;
-      return out;
-    }
-    // Lost a race with another thread for the probe slot or the budget: try the others.
-    if (probe) u.breaker.release_probe();
-    if (wait) {
-      out.paced = true;
-      earliest = std::min(earliest, now + *wait);
-    } else earliest = std::min<time_point>(earliest, now + busy_poll);
-    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(chosen));
+  while (!s.ready.empty()) {
+    const std::size_t chosen = choose(s.ready, tried);
+    if (try_lease(s.ready[chosen].i, tokens, now, out, s.earliest)) return out;
+    s.ready.erase(s.ready.begin() + static_cast<std::ptrdiff_t>(chosen));
   }
-  out.why = any_healthy_for_model ? no_pick::busy : no_pick::unhealthy;
-  out.retry_at = earliest == time_point::max() ? now + busy_poll : earliest;
+  out.why = s.any_healthy_for_model ? no_pick::busy : no_pick::unhealthy;
+  out.retry_at = s.earliest == time_point::max() ? now + busy_poll : s.earliest;
   return out;
+}
+
+void router::survey_upstreams(std::string_view model, std::uint64_t tokens, time_point now, survey& s,
+                              pick_result& out) const {
+  for (std::size_t i = 0; i < ups_.size(); ++i) {
+    auto& u = *ups_[i];
+    if (!u.spec.serves(model)) continue;
+    s.any_model = true;
+    std::optional<duration> wait;
+    const readiness r = ready_state(u, tokens, now, &wait);
+    if (r != readiness::ready) {
+      not_ready(r, u, wait, now, s, out);
+      continue;
+    }
+    s.any_healthy_for_model = true;
+    const auto outstanding = u.outstanding.load(std::memory_order_relaxed);
+    s.ready.push_back({i, static_cast<double>(outstanding) / static_cast<double>(u.spec.weight)});
+  }
+}
+
+void router::not_ready(readiness r, upstream_state& u, const std::optional<duration>& wait, time_point now,
+                       survey& s, pick_result& out) const {
+  switch (r) {
+    case readiness::probe_failed: s.earliest = std::min(s.earliest, now + o_.probe_interval); return;
+    case readiness::circuit_open: s.earliest = std::min(s.earliest, u.breaker.retry_at()); return;
+    case readiness::probe_in_flight:  // half-open with its probe in flight: the verdict is moments away
+    case readiness::at_concurrency:
+      s.any_healthy_for_model = true;
+      s.earliest = std::min<time_point>(s.earliest, now + busy_poll);
+      return;
+    case readiness::engine_saturated:
+      s.any_healthy_for_model = true;
+      out.engine = true;
+      s.earliest = std::min<time_point>(s.earliest, now + busy_poll);
+      return;
+    case readiness::paced:
+      s.any_healthy_for_model = true;
+      out.paced = true;
+      s.earliest = std::min(s.earliest, now + *wait);
+      return;
+    case readiness::ready: return;  // survey_upstreams() takes it
+  }
+}
+
+std::size_t router::choose(const std::vector<candidate>& ready, const std::vector<bool>& tried) {
+  auto untried = [&](const candidate& c) { return c.i >= tried.size() || !tried[c.i]; };
+  const bool any_untried = std::any_of(ready.begin(), ready.end(), untried);
+  double best = std::numeric_limits<double>::max();
+  for (const auto& c : ready)
+    if (!any_untried || untried(c)) best = std::min(best, c.load);
+  std::vector<std::size_t> tied;
+  std::uint64_t weight_sum = 0;
+  for (std::size_t k = 0; k < ready.size(); ++k) {
+    const auto& c = ready[k];
+    if ((any_untried && !untried(c)) || c.load > best) continue;
+    tied.push_back(k);
+    weight_sum += ups_[c.i]->spec.weight;
+  }
+  if (tied.size() <= 1) return tied.front();
+  std::uint64_t roll;
+  {
+    std::lock_guard lk(rng_mu_);
+    roll = std::uniform_int_distribution<std::uint64_t>(0, weight_sum - 1)(rng_);
+  }
+  for (auto k : tied) {
+    auto w = ups_[ready[k].i]->spec.weight;
+    if (roll < w) return k;
+    roll -= w;
+  }
+  return tied.front();
+}
+
+bool router::try_lease(std::size_t i, std::uint64_t tokens, time_point now, pick_result& out, time_point& earliest) {
+  auto& u = *ups_[i];
+  bool probe = false;
+  bool got_breaker = u.breaker.try_acquire(now, probe);
+  std::optional<duration> wait;
+  if (got_breaker) wait = u.pace->try_reserve(tokens, now);
+  if (got_breaker && !wait) {
+    u.outstanding.fetch_add(1, std::memory_order_relaxed);
+    out.picked.r_ = this;
+    out.picked.index_ = i;
+    out.picked.probe_ = probe;
+    out.picked.tokens_ = tokens;
+    return true;
+  }
+  // Lost a race with another thread for the probe slot or the budget: try the others.
+  if (probe) u.breaker.release_probe();
+  if (wait) {
+    out.paced = true;
+    earliest = std::min(earliest, now + *wait);
+  } else earliest = std::min<time_point>(earliest, now + busy_poll);
+  return false;
 }
 
 }  // namespace sluice::routing

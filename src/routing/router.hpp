@@ -148,6 +148,21 @@ class router {
   readiness ready_state(upstream_state& u, std::uint64_t tokens, time_point now,
                         std::optional<duration>* wait = nullptr) const;
 
+  // pick()'s steps: the upstreams serving the model looked at (the ready ones and, for the rest,
+  // when to ask again); one of the ready ones chosen (its index in `ready`); a lease on it taken,
+  // unless another thread took its probe slot or budget first (then `earliest` is updated).
+  struct candidate {
+    std::size_t i;
+    double load;  // outstanding per unit of weight
+  };
+  struct survey;
+  void survey_upstreams(std::string_view model, std::uint64_t tokens, time_point now, survey& s,
+                        pick_result& out) const;
+  void not_ready(readiness r, upstream_state& u, const std::optional<duration>& wait, time_point now, survey& s,
+                 pick_result& out) const;
+  std::size_t choose(const std::vector<candidate>& ready, const std::vector<bool>& tried);
+  bool try_lease(std::size_t i, std::uint64_t tokens, time_point now, pick_result& out, time_point& earliest);
+
   const options& o_;
   std::vector<std::unique_ptr<upstream_state>> ups_;
   std::mutex rng_mu_;
