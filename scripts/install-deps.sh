@@ -10,7 +10,7 @@ pkgs=(
   libssl-dev libre2-dev libhiredis-dev prometheus-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  redis-server nginx-light prometheus curl procps python3 python3-yaml
+  redis-server nginx-light prometheus curl procps python3 python3-yaml universal-ctags
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 # Node.js: keep whatever node/npm the machine has; otherwise take Debian's.
