@@ -1,0 +1,195 @@
+#include "dialects/anthropic_stream.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <algorithm>
+
+namespace sluice::dialects {
+
+namespace json = boost::json;
+
+namespace {
+
+void emit(std::string_view type, const json::object& data, std::string& out) {
+  out += "event: ";
+  out += type;
+  out += "\ndata: ";
+  out += json::serialize(data);
+  out += "\n\n";
+}
+
+std::string_view string_at(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || !v->is_string()) return {};
+  return v->get_string();
+}
+
+// A count from the upstream: a non-negative integer, anything else 0.
+std::uint64_t count_at(const json::object* o, std::string_view key) {
+  if (!o) return 0;
+  const auto* v = o->if_contains(key);
+  if (!v) return 0;
+  if (v->is_uint64()) return v->get_uint64();
+  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
+  return 0;
+}
+
+const json::object* object_at(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_object() ? &v->get_object() : nullptr;
+}
+
+}  // namespace
+
+std::string_view chat_to_messages_stream::stop_reason_of(std::string_view finish_reason) noexcept {
+  if (finish_reason == "length") return "max_tokens";
+  if (finish_reason == "tool_calls" || finish_reason == "function_call") return "tool_use";
+  if (finish_reason == "content_filter") return "refusal";
+  return "end_turn";  // "stop", and any reason the Messages API has no name for
+}
+
+void chat_to_messages_stream::start(std::string_view model, std::string& out) {
+  if (started_) return;
+  started_ = true;
+  json::object usage{{"input_tokens", info_.input_tokens_estimate}, {"output_tokens", 0}};
+  json::object message{{"id", info_.id},
+                       {"type", "message"},
+                       {"role", "assistant"},
+                       {"model", model.empty() ? info_.model : std::string(model)},
+                       {"content", json::array{}},
+                       {"stop_reason", nullptr},
+                       {"stop_sequence", nullptr},
+                       {"usage", std::move(usage)}};
+  emit("message_start", {{"type", "message_start"}, {"message", std::move(message)}}, out);
+  emit("ping", {{"type", "ping"}}, out);
+}
+
+void chat_to_messages_stream::open_block(block_kind kind, std::string_view start_json, std::string& out) {
+  close_block(out);
+  json::object data{{"type", "content_block_start"}, {"index", next_block_}};
+  data["content_block"] = json::parse(start_json);
+  emit("content_block_start", data, out);
+  open_ = kind;
+}
+
+void chat_to_messages_stream::close_block(std::string& out) {
+  if (open_ == block_kind::none) return;
+  if (open_ == block_kind::tool_use) tools_.back().closed = true;
+  emit("content_block_stop", {{"type", "content_block_stop"}, {"index", next_block_}}, out);
+  ++next_block_;
+  open_ = block_kind::none;
+}
+
+bool chat_to_messages_stream::on_text(std::string_view text, block_kind kind, std::string& out) {
+  if (text.empty()) return true;
+  const bool thinking = kind == block_kind::thinking;
+  if (open_ != kind) open_block(kind, thinking ? R"({"type":"thinking","thinking":"","signature":""})" : R"({"type":"text","text":""})", out);
+  json::object delta{{"type", thinking ? "thinking_delta" : "text_delta"}, {thinking ? "thinking" : "text", text}};
+  emit("content_block_delta", {{"type", "content_block_delta"}, {"index", next_block_}, {"delta", std::move(delta)}}, out);
+  return true;
+}
+
+bool chat_to_messages_stream::on_tool_delta(const void* p, std::string& out) {
+  const auto& call = *static_cast<const json::object*>(p);
+  const auto* index = call.if_contains("index");
+  const std::int64_t at = index && index->is_int64() ? index->get_int64() : static_cast<std::int64_t>(tools_.size()) - 1;
+  const auto* fn = object_at(call, "function");
+  const std::string_view args = fn ? string_at(*fn, "arguments") : std::string_view{};
+  const bool current = open_ == block_kind::tool_use && !tools_.empty() && tools_.back().openai_index == at;
+  if (!current) {
+    for (const auto& t : tools_)
+      if (t.openai_index == at) {  // its block is closed: the Messages API cannot reopen it
+        fail("api_error", "the upstream interleaved the arguments of parallel tool calls", out);
+        return false;
+      }
+    const std::string_view name = fn ? string_at(*fn, "name") : std::string_view{};
+    json::object block{{"type", "tool_use"}, {"id", string_at(call, "id")}, {"name", name}, {"input", json::object{}}};
+    open_block(block_kind::tool_use, json::serialize(block), out);
+    tools_.push_back({at, false});
+  }
+  if (args.empty()) return true;
+  json::object delta{{"type", "input_json_delta"}, {"partial_json", args}};
+  emit("content_block_delta", {{"type", "content_block_delta"}, {"index", next_block_}, {"delta", std::move(delta)}}, out);
+  return true;
+}
+
+bool chat_to_messages_stream::on_event(std::string_view data, std::string& out) {
+  if (done_) return false;
+  if (data == "[DONE]") {
+    on_end(out);
+    return true;
+  }
+  boost::system::error_code ec;
+  json::value v = json::parse(data, ec);
+  if (ec || !v.is_object()) {
+    fail("api_error", "the upstream sent an event that is not JSON", out);
+    return false;
+  }
+  const auto& chunk = v.get_object();
+  if (const auto* err = object_at(chunk, "error")) {
+    const auto message = string_at(*err, "message");
+    fail("api_error", message.empty() ? "the upstream reported an error" : message, out);
+    return false;
+  }
+  start(string_at(chunk, "model"), out);
+  if (const auto* usage = object_at(chunk, "usage")) {
+    // OpenAI's prompt_tokens include the cached ones; the Messages API counts them apart.
+    const auto prompt = count_at(usage, "prompt_tokens");
+    cache_read_tokens_ = std::min(prompt, count_at(object_at(*usage, "prompt_tokens_details"), "cached_tokens"));
+    input_tokens_ = prompt - cache_read_tokens_;
+    output_tokens_ = count_at(usage, "completion_tokens");
+  }
+  const auto* choices = chunk.if_contains("choices");
+  if (!choices || !choices->is_array()) return true;
+  for (const auto& c : choices->get_array()) {
+    if (!c.is_object()) continue;
+    const auto& choice = c.get_object();
+    if (const auto* delta = object_at(choice, "delta")) {
+      auto reasoning = string_at(*delta, "reasoning_content");
+      if (reasoning.empty()) reasoning = string_at(*delta, "reasoning");
+      on_text(reasoning, block_kind::thinking, out);
+      on_text(string_at(*delta, "content"), block_kind::text, out);
+      if (const auto* calls = delta->if_contains("tool_calls"); calls && calls->is_array())
+        for (const auto& call : calls->get_array())
+          if (call.is_object() && !on_tool_delta(&call.get_object(), out)) return false;
+    }
+    if (const auto reason = string_at(choice, "finish_reason"); !reason.empty()) {
+      close_block(out);
+      stop_reason_ = std::string(stop_reason_of(reason));
+      if (const auto matched = string_at(choice, "stop_reason"); !matched.empty() && reason == "stop") {
+        stop_reason_ = "stop_sequence";
+        stop_sequence_ = std::string(matched);
+      }
+    }
+  }
+  return true;
+}
+
+void chat_to_messages_stream::finish(std::string& out) {
+  close_block(out);
+  json::object usage{{"input_tokens", input_tokens_}, {"output_tokens", output_tokens_}};
+  if (cache_read_tokens_ > 0) usage["cache_read_input_tokens"] = cache_read_tokens_;
+  json::object delta{{"stop_reason", stop_reason_}, {"stop_sequence", nullptr}};
+  if (!stop_sequence_.empty()) delta["stop_sequence"] = stop_sequence_;
+  emit("message_delta", {{"type", "message_delta"}, {"delta", std::move(delta)}, {"usage", std::move(usage)}}, out);
+  emit("message_stop", {{"type", "message_stop"}}, out);
+  done_ = true;
+}
+
+void chat_to_messages_stream::on_end(std::string& out) {
+  if (done_) return;
+  if (stop_reason_.empty()) {
+    fail("api_error", "the upstream's stream ended before it finished", out);
+    return;
+  }
+  finish(out);
+}
+
+void chat_to_messages_stream::fail(std::string_view type, std::string_view message, std::string& out) {
+  if (done_) return;
+  done_ = true;
+  emit("error", {{"type", "error"}, {"error", json::object{{"type", type}, {"message", message}}}}, out);
+}
+
+}  // namespace sluice::dialects
