@@ -1,4 +1,5 @@
 #include "dialects/anthropic_stream.hpp"
+#include "dialects/json_fields.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -17,27 +18,6 @@ void emit(std::string_view type, const json::object& data, std::string& out) {
   out += "\ndata: ";
   out += json::serialize(data);
   out += "\n\n";
-}
-
-std::string_view string_at(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (!v || !v->is_string()) return {};
-  return v->get_string();
-}
-
-// A count from the upstream: a non-negative integer, anything else 0.
-std::uint64_t count_at(const json::object* o, std::string_view key) {
-  if (!o) return 0;
-  const auto* v = o->if_contains(key);
-  if (!v) return 0;
-  if (v->is_uint64()) return v->get_uint64();
-  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-  return 0;
-}
-
-const json::object* object_at(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_object() ? &v->get_object() : nullptr;
 }
 
 }  // namespace
@@ -94,8 +74,8 @@ bool chat_to_messages_stream::on_tool_delta(const void* p, std::string& out) {
   const auto& call = *static_cast<const json::object*>(p);
   const auto* index = call.if_contains("index");
   const std::int64_t at = index && index->is_int64() ? index->get_int64() : static_cast<std::int64_t>(tools_.size()) - 1;
-  const auto* fn = object_at(call, "function");
-  const std::string_view args = fn ? string_at(*fn, "arguments") : std::string_view{};
+  const auto* fn = object_field(&call, "function");
+  const std::string_view args = fn ? string_field(*fn, "arguments") : std::string_view{};
   const bool current = open_ == block_kind::tool_use && !tools_.empty() && tools_.back().openai_index == at;
   if (!current) {
     for (const auto& t : tools_)
@@ -103,8 +83,8 @@ bool chat_to_messages_stream::on_tool_delta(const void* p, std::string& out) {
         fail("api_error", "the upstream interleaved the arguments of parallel tool calls", out);
         return false;
       }
-    const std::string_view name = fn ? string_at(*fn, "name") : std::string_view{};
-    json::object block{{"type", "tool_use"}, {"id", string_at(call, "id")}, {"name", name}, {"input", json::object{}}};
+    const std::string_view name = fn ? string_field(*fn, "name") : std::string_view{};
+    json::object block{{"type", "tool_use"}, {"id", string_field(call, "id")}, {"name", name}, {"input", json::object{}}};
     open_block(block_kind::tool_use, json::serialize(block), out);
     tools_.push_back({at, false});
   }
@@ -127,37 +107,37 @@ bool chat_to_messages_stream::on_event(std::string_view data, std::string& out) 
     return false;
   }
   const auto& chunk = v.get_object();
-  if (const auto* err = object_at(chunk, "error")) {
-    const auto message = string_at(*err, "message");
+  if (const auto* err = object_field(&chunk, "error")) {
+    const auto message = string_field(*err, "message");
     fail("api_error", message.empty() ? "the upstream reported an error" : message, out);
     return false;
   }
-  start(string_at(chunk, "model"), out);
-  if (const auto* usage = object_at(chunk, "usage")) {
+  start(string_field(chunk, "model"), out);
+  if (const auto* usage = object_field(&chunk, "usage")) {
     // OpenAI's prompt_tokens include the cached ones; the Messages API counts them apart.
-    const auto prompt = count_at(usage, "prompt_tokens");
-    cache_read_tokens_ = std::min(prompt, count_at(object_at(*usage, "prompt_tokens_details"), "cached_tokens"));
+    const auto prompt = count_field(usage, "prompt_tokens");
+    cache_read_tokens_ = std::min(prompt, count_field(object_field(usage, "prompt_tokens_details"), "cached_tokens"));
     input_tokens_ = prompt - cache_read_tokens_;
-    output_tokens_ = count_at(usage, "completion_tokens");
+    output_tokens_ = count_field(usage, "completion_tokens");
   }
   const auto* choices = chunk.if_contains("choices");
   if (!choices || !choices->is_array()) return true;
   for (const auto& c : choices->get_array()) {
     if (!c.is_object()) continue;
     const auto& choice = c.get_object();
-    if (const auto* delta = object_at(choice, "delta")) {
-      auto reasoning = string_at(*delta, "reasoning_content");
-      if (reasoning.empty()) reasoning = string_at(*delta, "reasoning");
+    if (const auto* delta = object_field(&choice, "delta")) {
+      auto reasoning = string_field(*delta, "reasoning_content");
+      if (reasoning.empty()) reasoning = string_field(*delta, "reasoning");
       on_text(reasoning, block_kind::thinking, out);
-      on_text(string_at(*delta, "content"), block_kind::text, out);
+      on_text(string_field(*delta, "content"), block_kind::text, out);
       if (const auto* calls = delta->if_contains("tool_calls"); calls && calls->is_array())
         for (const auto& call : calls->get_array())
           if (call.is_object() && !on_tool_delta(&call.get_object(), out)) return false;
     }
-    if (const auto reason = string_at(choice, "finish_reason"); !reason.empty()) {
+    if (const auto reason = string_field(choice, "finish_reason"); !reason.empty()) {
       close_block(out);
       stop_reason_ = std::string(stop_reason_of(reason));
-      if (const auto matched = string_at(choice, "stop_reason"); !matched.empty() && reason == "stop") {
+      if (const auto matched = string_field(choice, "stop_reason"); !matched.empty() && reason == "stop") {
         stop_reason_ = "stop_sequence";
         stop_sequence_ = std::string(matched);
       }
