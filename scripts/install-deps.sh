@@ -35,8 +35,8 @@ for svc in nginx redis-server prometheus; do
   fi
 done
 
-# The official OpenAI SDK and zod as a real client for e2e tests (pinned in tests/e2e/package.json).
-if [ ! -d tests/e2e/node_modules/openai ] || [ ! -d tests/e2e/node_modules/zod ]; then
+# The official OpenAI SDK with zod, and the official Anthropic SDK, as real clients for e2e tests (pinned in tests/e2e/package.json).
+if [ ! -d tests/e2e/node_modules/openai ] || [ ! -d tests/e2e/node_modules/zod ] || [ ! -d tests/e2e/node_modules/@anthropic-ai/sdk ]; then
   (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
 fi
 echo "install-deps: ok"

@@ -2,6 +2,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -171,6 +172,57 @@ result<void> translate_messages(const json::object& in, json::object& out) {
   return ok;
 }
 
+
+// output_config.effort as chat's reasoning_effort (xhigh and max: high, chat's most).
+result<void> translate_effort(const json::object& config, json::object& out) {
+  const auto* effort = config.if_contains("effort");
+  if (!effort || effort->is_null()) return ok;
+  const std::string_view e = effort->is_string() ? std::string_view(effort->get_string()) : std::string_view{};
+  if (e == "low" || e == "medium" || e == "high") out["reasoning_effort"] = e;
+  else if (e == "xhigh" || e == "max") out["reasoning_effort"] = "high";
+  else return bad("output_config.effort: one of low, medium, high, xhigh, max", "output_config.effort");
+  return ok;
+}
+
+// output_config.format (a JSON schema the output must follow) as chat's response_format, so the
+// gateway's structured outputs check it as they check a chat request's.
+result<void> translate_output(const json::object& in, json::object& out) {
+  const auto* cfg = in.if_contains("output_config");
+  if (!cfg || cfg->is_null()) return ok;
+  if (!cfg->is_object()) return bad("output_config must be an object", "output_config");
+  if (auto r = translate_effort(cfg->get_object(), out); !r) return r;
+  const auto* format = cfg->get_object().if_contains("format");
+  if (!format || format->is_null()) return ok;
+  const auto* f = format->if_object();
+  const auto* type = f ? f->if_contains("type") : nullptr;
+  const auto* schema = f ? f->if_contains("schema") : nullptr;
+  if (!type || *type != "json_schema" || !schema || !schema->is_object())
+    return bad("output_config.format: {\"type\": \"json_schema\", \"schema\": {...}}", "output_config.format");
+  out["response_format"] = json::object{
+      {"type", "json_schema"}, {"json_schema", json::object{{"name", "output"}, {"schema", *schema}, {"strict", true}}}};
+  return ok;
+}
+
+// thinking {type: enabled, budget_tokens} as a reasoning_effort where output_config named none:
+// under 4,096 tokens low, under 16,384 medium, else high. budget_tokens is checked as the
+// Messages API checks it: an integer from 1,024 to below max_tokens.
+result<void> translate_thinking(const json::object& in, json::object& out) {
+  const auto* thinking = in.if_contains("thinking");
+  if (!thinking || thinking->is_null()) return ok;
+  const auto* t = thinking->if_object();
+  const auto* type = t ? t->if_contains("type") : nullptr;
+  if (type && *type == "disabled") return ok;
+  if (!type || *type != "enabled") return bad("thinking.type: enabled or disabled", "thinking.type");
+  const auto* budget = t->if_contains("budget_tokens");
+  const auto max = out.at("max_tokens").to_number<std::int64_t>();
+  if (!budget || !budget->is_int64() || budget->get_int64() < 1024 || budget->get_int64() >= max)
+    return bad("thinking.budget_tokens: an integer from 1024 to below max_tokens", "thinking.budget_tokens");
+  if (out.contains("reasoning_effort")) return ok;
+  const auto b = budget->get_int64();
+  out["reasoning_effort"] = b < 4096 ? "low" : b < 16384 ? "medium" : "high";
+  return ok;
+}
+
 }  // namespace
 
 result<json::object> chat_request_of(const json::object& in) {
@@ -180,6 +232,8 @@ result<json::object> chat_request_of(const json::object& in) {
   if (auto r = translate_messages(in, out); !r) return std::move(r).err();
   if (auto r = translate_numbers(in, out); !r) return std::move(r).err();
   if (auto r = translate_tools(in, out); !r) return std::move(r).err();
+  if (auto r = translate_output(in, out); !r) return std::move(r).err();
+  if (auto r = translate_thinking(in, out); !r) return std::move(r).err();
   if (const auto* stop = in.if_contains("stop_sequences")) {
     if (!stop->is_array() || stop->get_array().size() > 4) return bad("stop_sequences: at most 4 strings", "stop_sequences");
     for (const auto& s : stop->get_array())

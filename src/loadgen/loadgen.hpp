@@ -31,7 +31,7 @@ result<mode> parse_mode(std::string_view text);
 
 struct options {
   std::string target;                          // base URL, http://HOST:PORT (plain http only)
-  std::string path = "/v1/chat/completions";   // or /v1/completions, /v1/responses
+  std::string path = "/v1/chat/completions";   // or /v1/completions, /v1/responses, /v1/messages
   std::uint64_t concurrency = 10;              // streams open at once
   std::uint64_t requests = 0;                  // total requests; 0 means `concurrency`
   duration duration_limit = std::chrono::seconds(60);  // hard cap; in-flight streams then time out

@@ -73,13 +73,13 @@ result<header_line> parse_header_line(std::string_view line) {
 
 void options::register_options(config::option_table& table) {
   table.add("target", "base URL of the target, http://HOST:PORT (plain http only)", target)
-      .add("path", "request path: /v1/chat/completions, /v1/completions or /v1/responses", path)
+      .add("path", "request path: /v1/chat/completions, /v1/completions, /v1/responses or /v1/messages", path)
       .add("concurrency", "streams open at the same time", concurrency)
       .add("requests", "total requests (0: same as --concurrency)", requests)
       .add_duration("duration", "hard cap on the run; streams still open then count as timeouts", duration_limit)
       .add("stream", "request streaming responses (--stream=false for plain JSON)", stream)
       .add("model", "model name sent in each request", model)
-      .add("max-tokens", "max_tokens sent in each request (0: leave it out)", max_tokens)
+      .add("max-tokens", "max_tokens sent in each request (0: leave it out; /v1/messages, which requires it: 4096)", max_tokens)
       .add("prompt", "the user prompt sent in each request", prompt)
       .add_list("header", "extra request header 'Name: value' (repeatable)", headers)
       .add_custom({"mode", "normal | slow | never-read | abandon", std::string(to_string(read_mode)),
@@ -106,8 +106,9 @@ void options::register_options(config::option_table& table) {
 result<void> validate(const options& opt) {
   auto t = parse_target(opt.target);
   if (!t) return std::move(t).err();
-  if (opt.path != "/v1/chat/completions" && opt.path != "/v1/completions" && opt.path != "/v1/responses")
-    return bad("path must be /v1/chat/completions, /v1/completions or /v1/responses, got '" + opt.path + "'");
+  if (opt.path != "/v1/chat/completions" && opt.path != "/v1/completions" && opt.path != "/v1/responses" &&
+      opt.path != "/v1/messages")
+    return bad("path must be /v1/chat/completions, /v1/completions, /v1/responses or /v1/messages, got '" + opt.path + "'");
   if (opt.concurrency == 0 || opt.concurrency > max_concurrency)
     return bad("concurrency must be between 1 and " + std::to_string(max_concurrency));
   if (opt.requests > 0 && opt.requests > 1000 * max_concurrency)

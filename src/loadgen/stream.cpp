@@ -26,6 +26,8 @@ using namespace net::experimental::awaitable_operators;
 constexpr std::size_t max_head_bytes = 16 * 1024;
 // A non-stream JSON body larger than this is malformed (it is parsed into a DOM to find choices).
 constexpr std::uint64_t max_json_body_bytes = 8 * 1024 * 1024;
+// A Messages request names max_tokens; flood sends this one when --max-tokens is not given.
+constexpr std::uint64_t default_messages_max_tokens = 4096;
 
 std::uint64_t nanos(clock::duration d) {
   return static_cast<std::uint64_t>(std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
@@ -103,7 +105,7 @@ struct response_reader {
       : ts(t),
         opt(o),
         sent(sent_at),
-        check(o.stream, t.json, &t.stats.gap, o.path == "/v1/responses" ? wire::responses : wire::choices),
+        check(o.stream, t.json, &t.stats.gap, wire_of_path(o.path)),
         read_max(o.read_mode == mode::slow ? static_cast<std::size_t>(o.read_size) : t.read_buf.size()) {
     parser.eager(true);
     parser.header_limit(static_cast<std::uint32_t>(max_head_bytes));
@@ -362,6 +364,8 @@ std::string build_request(const options& opt, const target_url& t) {
   }
   body["stream"] = opt.stream;
   if (opt.max_tokens > 0) body[opt.path == "/v1/responses" ? "max_output_tokens" : "max_tokens"] = opt.max_tokens;
+  // The Messages API requires max_tokens.
+  else if (opt.path == "/v1/messages") body["max_tokens"] = default_messages_max_tokens;
   const std::string payload = boost::json::serialize(body);
 
   std::string req;

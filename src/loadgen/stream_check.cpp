@@ -38,6 +38,12 @@ std::string clip(std::string_view s) { return std::string(s.substr(0, 200)); }
 
 }  // namespace
 
+wire wire_of_path(std::string_view path) noexcept {
+  if (path == "/v1/responses") return wire::responses;
+  if (path == "/v1/messages") return wire::messages;
+  return wire::choices;
+}
+
 std::string_view to_string(verdict v) noexcept {
   switch (v) {
     case verdict::pending: return "pending";
@@ -100,6 +106,27 @@ bool stream_check::on_response_event(const json::object& event, std::string_view
   return true;
 }
 
+bool stream_check::on_message_event(const json::object& event, std::string_view event_type, std::string_view data,
+                                    bool& content) {
+  const auto* type = event.if_contains("type");
+  if (!type || !type->is_string() || type->get_string() != event_type) {
+    fail(verdict::malformed, "an event whose data's type is not its name " + std::string(event_type) + ": " + clip(data));
+    return false;
+  }
+  if (saw_done_) {
+    fail(verdict::malformed, "event after message_stop: " + std::string(event_type));
+    return false;
+  }
+  if (started_ == (event_type == "message_start")) {
+    fail(verdict::malformed, started_ ? "message_start again" : "the first event is " + std::string(event_type));
+    return false;
+  }
+  started_ = true;
+  saw_done_ = event_type == "message_stop";
+  content = event_type == "content_block_delta";
+  return true;
+}
+
 bool stream_check::check_sequence(const json::object& event, std::string_view t) {
   const auto* seq = event.if_contains("sequence_number");
   if (!seq || !(seq->is_int64() || seq->is_uint64())) {
@@ -151,6 +178,10 @@ bool stream_check::on_event(const sse::event_view& ev, clock::time_point now) {
     if (!saw_done_) fail(verdict::malformed, "[DONE] before response.completed");
     return saw_done_;
   }
+  if (format_ == wire::messages && ev.data == "[DONE]") {
+    fail(verdict::malformed, "[DONE] in a Messages API stream");
+    return false;
+  }
   if (format_ == wire::choices && saw_done_) {
     fail(verdict::malformed, "event after [DONE]");
     return false;
@@ -176,9 +207,10 @@ bool stream_check::on_event(const sse::event_view& ev, clock::time_point now) {
   bool is_error = false, content = false, passed = true;
   {
     json::value v = js.parser.release();
-    if (format_ == wire::responses) {
+    if (format_ != wire::choices) {
       if (v.is_object()) {
-        passed = on_response_event(v.get_object(), ev.data, content);
+        passed = format_ == wire::responses ? on_response_event(v.get_object(), ev.data, content)
+                                            : on_message_event(v.get_object(), ev.type, ev.data, content);
       } else {
         fail(verdict::malformed, "data is not a JSON object: " + clip(ev.data));
         passed = false;
@@ -223,6 +255,10 @@ verdict stream_check::finish(bool clean) {
       finish_whole(v);
       return verdict_;
     }
+    if (format_ == wire::messages) {
+      finish_whole_message(v);
+      return verdict_;
+    }
     if (!v.is_object()) {
       fail(verdict::malformed, "response body is not a JSON object");
     } else if (v.get_object().contains("error")) {
@@ -234,7 +270,9 @@ verdict stream_check::finish(bool clean) {
     }
     return verdict_;
   }
-  const char* end = format_ == wire::responses ? "response.completed" : "[DONE]";
+  const char* end = format_ == wire::responses  ? "response.completed"
+                    : format_ == wire::messages ? "message_stop"
+                                                : "[DONE]";
   if (!saw_done_) {
     fail(verdict::truncated, std::string(sse_.pending_bytes() ? "ended inside an event, without " : "ended without ") + end);
   } else if (!clean) {
@@ -257,6 +295,18 @@ void stream_check::finish_whole(const json::value& v) {
   else if (*status != "completed")
     fail(verdict::error_event, "response status is " + std::string(status->get_string().c_str()));
   else if (!output || !output->is_array()) fail(verdict::malformed, "response has no output array");
+  else verdict_ = verdict::ok;
+}
+
+// A whole Messages API answer: a message with a content array (an error body is an error).
+void stream_check::finish_whole_message(const json::value& v) {
+  const json::object* o = v.is_object() ? &v.get_object() : nullptr;
+  const json::value* type = o ? o->if_contains("type") : nullptr;
+  const json::value* content = o ? o->if_contains("content") : nullptr;
+  if (!o) fail(verdict::malformed, "response body is not a JSON object");
+  else if (type && *type == "error") fail(verdict::error_event, "an error body in a 2xx response");
+  else if (!type || *type != "message") fail(verdict::malformed, "response is not of type message");
+  else if (!content || !content->is_array()) fail(verdict::malformed, "message has no content array");
   else verdict_ = verdict::ok;
 }
 

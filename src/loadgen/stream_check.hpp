@@ -38,9 +38,13 @@ struct json_scratch {
 
 enum class verdict { pending, ok, truncated, malformed, error_event };
 
-// Which wire format the answer has: chat and legacy completions (`choices`, [DONE]) or the
-// Responses API.
-enum class wire { choices, responses };
+// Which wire format the answer has: chat and legacy completions (`choices`, [DONE]), the
+// Responses API, or Anthropic's Messages API (message_start first, message_stop last; a whole
+// answer of type "message").
+enum class wire { choices, responses, messages };
+
+// The wire format of the answers to requests on `path`.
+wire wire_of_path(std::string_view path) noexcept;
 
 class stream_check {
  public:
@@ -56,7 +60,7 @@ class stream_check {
   verdict state() const noexcept { return verdict_; }
   const std::string& reason() const noexcept { return reason_; }  // why it failed, for diagnostics
   std::uint64_t chunks() const noexcept { return chunks_; }
-  // [DONE] (chat), response.completed (Responses API).
+  // [DONE] (chat), response.completed (Responses API), message_stop (Messages API).
   bool saw_done() const noexcept { return saw_done_; }
   // When the first token arrived: the first chunk carrying content (or, if none did, the first
   // chunk at all); for non-stream bodies, the first body byte.
@@ -71,11 +75,16 @@ class stream_check {
   bool on_event(const sse::event_view& ev, clock::time_point now);
   // A Responses API event (parsed): order, sequence numbers, the terminal event. False: it failed.
   bool on_response_event(const boost::json::object& event, std::string_view data, bool& content);
+  // A Messages API event (parsed): its type names the event, message_start first, nothing after
+  // message_stop. False: it failed.
+  bool on_message_event(const boost::json::object& event, std::string_view event_type, std::string_view data,
+                        bool& content);
   // Its sequence_number is the next one, and response.created comes first and only once.
   bool check_sequence(const boost::json::object& event, std::string_view type);
   // response.completed carries status "completed" and usage; nothing may follow it.
   bool check_completed(const boost::json::object& event);
   void finish_whole(const boost::json::value& v);
+  void finish_whole_message(const boost::json::value& v);
   void fail(verdict v, std::string why);
 
   sse::parser sse_;
@@ -89,6 +98,7 @@ class stream_check {
   wire format_;
   bool saw_done_ = false;
   std::uint64_t next_sequence_ = 0;  // responses: the sequence_number the next event must carry
+  bool started_ = false;             // messages: message_start came
   std::optional<clock::time_point> first_chunk_, first_content_, last_chunk_;
 };
 

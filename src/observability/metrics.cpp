@@ -26,6 +26,8 @@ std::string_view to_string(route r) noexcept {
       return "readyz";
     case route::metrics:
       return "metrics";
+    case route::messages:
+      return "messages";
     case route::other:
       return "other";
   }

@@ -5,6 +5,7 @@
 
 #include "http/error_response.hpp"
 #include "proxy/job_sink.hpp"
+#include "proxy/messages_dialect.hpp"
 #include "proxy/outcomes.hpp"
 #include "proxy/redis_worker.hpp"
 #include "proxy/request_id.hpp"
@@ -133,7 +134,8 @@ task<bool> pipeline::handle(http::request req, http::connection& conn) {
   ctx.request_id = request_id_of(req);
   ctx.bytes_in = req.body().size();
   ctx.keep_alive = keep_alive(req);
-  co_await serve(ctx, req);
+  if (is_messages_request(req)) co_await serve_messages(ctx, req);
+  else co_await serve(ctx, req);
   if (ctx.handed_over) co_return false;  // the other worker serves (and counts) it
   finish(ctx);
   co_return ctx.keep_alive && ctx.end.written;
@@ -223,6 +225,17 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   }
 }
 
+task<void> pipeline::serve_messages(request_context& ctx, http::request& req) {
+  messages_downstream messages(*ctx.conn, ctx);
+  http::downstream* const client = ctx.conn;
+  ctx.conn = &messages;
+  ctx.messages_api = true;
+  ctx.route = obs::route::messages;
+  if (auto bad = adopt_messages_request(req)) co_await send_error(ctx, *bad);
+  else co_await serve(ctx, req);
+  ctx.conn = client;
+}
+
 std::optional<error> pipeline::parse(request_context& ctx, const http::request& req) {
   const std::string_view target = path_without_query(req);
   const route_entry* r = nullptr;
@@ -232,7 +245,7 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   if (!r)
     return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
                                             std::string(target) + ".");
-  ctx.route = r->route;
+  ctx.route = ctx.messages_api ? obs::route::messages : r->route;
   ctx.which = r->which;
   ctx.path = std::string(r->path);
   if (req.method() != r->method)

@@ -75,6 +75,8 @@ class pipeline final : public http::request_handler, public job_runner {
  private:
   // --- the phases (pipeline.cpp) ---
   task<void> serve(request_context& ctx, http::request& req);
+  // POST /v1/messages: serve() in the Anthropic dialect (messages_dialect.hpp).
+  task<void> serve_messages(request_context& ctx, http::request& req);
   // Route, method, body: fills ctx or returns the 400/404/405 to answer.
   std::optional<error> parse(request_context& ctx, const http::request& req);
   // A client's Responses stream that is recorded for resume (store-streams, not store: false).

@@ -55,6 +55,8 @@ struct request_context {
   std::string request_id;
   obs::route route = obs::route::other;
   api which = api::chat_completions;
+  // POST /v1/messages: the Anthropic dialect, served as chat completions (messages_dialect.hpp).
+  bool messages_api = false;
   std::string path;  // the upstream path: /v1/chat/completions, /v1/models, ...
   unsigned version;
   bool keep_alive = false;

@@ -79,6 +79,36 @@ TEST(AnthropicRequest, EachOutOfRangeOrMalformedFieldIsRefusedByName) {
   EXPECT_EQ(refusal_param(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"audio"}]}]})"), "messages.0.content.0.type");
   EXPECT_EQ(refusal_param(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"tool"}})"), "tool_choice.type");
   EXPECT_EQ(refusal_param(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"stop_sequences":[1]})"), "stop_sequences");
+  const std::string base = R"("model":"m","max_tokens":5000,"messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(refusal_param("{" + base + R"(,"output_config":{"effort":"extreme"}})"), "output_config.effort");
+  EXPECT_EQ(refusal_param("{" + base + R"(,"output_config":{"format":{"type":"json_schema"}}})"), "output_config.format");
+  EXPECT_EQ(refusal_param("{" + base + R"(,"output_config":7})"), "output_config");
+  EXPECT_EQ(refusal_param("{" + base + R"(,"thinking":{"type":"enabled","budget_tokens":1023}})"), "thinking.budget_tokens");
+  EXPECT_EQ(refusal_param("{" + base + R"(,"thinking":{"type":"enabled","budget_tokens":5000}})"), "thinking.budget_tokens");
+  EXPECT_EQ(refusal_param("{" + base + R"(,"thinking":{"type":"sometimes"}})"), "thinking.type");
+}
+
+// A schema asked for through output_config.format is a chat response_format, so the gateway's
+// structured outputs check it exactly as they check a chat request's.
+TEST(AnthropicRequest, AnOutputFormatBecomesAResponseFormatAndEffortAReasoningEffort) {
+  const auto out = translated(R"({"model":"m","max_tokens":64,"messages":[{"role":"user","content":"x"}],
+    "output_config":{"effort":"max","format":{"type":"json_schema","schema":{"type":"object","required":["city"]}}}})");
+  EXPECT_EQ(out.at("reasoning_effort"), "high");
+  EXPECT_EQ(out.at("response_format"), json::parse(R"({"type":"json_schema","json_schema":{"name":"output",
+    "schema":{"type":"object","required":["city"]},"strict":true}})"));
+}
+
+TEST(AnthropicRequest, AThinkingBudgetBecomesAReasoningEffortUnlessEffortNamesOne) {
+  auto effort = [](std::string extra) {
+    const auto out = translated(R"({"model":"m","max_tokens":32000,"messages":[{"role":"user","content":"x"}],)" + extra + "}");
+    const auto* e = out.if_contains("reasoning_effort");
+    return e ? std::string(e->as_string()) : std::string("(none)");
+  };
+  EXPECT_EQ(effort(R"("thinking":{"type":"enabled","budget_tokens":1024})"), "low");
+  EXPECT_EQ(effort(R"("thinking":{"type":"enabled","budget_tokens":4096})"), "medium");
+  EXPECT_EQ(effort(R"("thinking":{"type":"enabled","budget_tokens":16384})"), "high");
+  EXPECT_EQ(effort(R"("thinking":{"type":"disabled"})"), "(none)");
+  EXPECT_EQ(effort(R"("thinking":{"type":"enabled","budget_tokens":20000},"output_config":{"effort":"low"})"), "low");
 }
 
 }  // namespace
