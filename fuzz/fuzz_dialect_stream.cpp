@@ -41,14 +41,15 @@ void check_grammar(std::string_view translated) {
     auto v = boost::json::parse(ev.data, ec);
     require(!ec && v.is_object(), "every event is a JSON object");
     const auto& o = v.get_object();
-    require(o.contains("type") && o.at("type") == ev.type, "the data's type names the event");
+    const auto* type = o.if_contains("type");
+    require(type && type->is_string() && std::string_view(type->get_string()) == ev.type, "the data's type names the event");
     if (ev.type == "content_block_start") {
-      require(open == -1 && o.at("index") == next, "a block starts alone, at the next index");
+      require(open == -1 && o.at("index").to_number<long>() == next, "a block starts alone, at the next index");
       open = next;
     } else if (ev.type == "content_block_delta") {
-      require(o.at("index") == open, "a delta is the open block's");
+      require(o.at("index").to_number<long>() == open, "a delta is the open block's");
     } else if (ev.type == "content_block_stop") {
-      require(o.at("index") == open, "the open block stops");
+      require(o.at("index").to_number<long>() == open, "the open block stops");
       open = -1;
       ++next;
     } else if (ev.type == "message_stop" || ev.type == "error") {
