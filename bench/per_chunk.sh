@@ -9,6 +9,9 @@
 #   SLUICE_BASELINE=/path/to/old/sluice bash bench/per_chunk.sh
 #
 # FLOOD_ARGS adds flags to every flood (e.g. "--path /v1/responses" for Responses streams).
+# MESSAGES=1 adds target `messages`: this build with the same upstream streams asked for through
+# the Anthropic Messages API (flood --path /v1/messages), so the translating relay's cost per chunk
+# reads against the plain relay's in the same run.
 # Env: SLUICE (build/sluice, built when missing and NO_BUILD is not 1), SLUICE_BASELINE, REQUESTS
 # (20: the long flood's extra requests), PACED_TOKENS (50), PACED_DELAY (20ms), FAST_TOKENS (2000),
 # OUT (bench/out/per-chunk-<time>).
@@ -27,9 +30,9 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
   BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
 fi
 
-# instructions BIN SIM_PORT CONCURRENCY REQUESTS -> the program's total instructions for that flood
+# instructions BIN SIM_PORT CONCURRENCY REQUESTS [FLOOD FLAGS] -> the program's total instructions for that flood
 instructions() {
-  local bin=$1 sim=$2 conc=$3 n=$4 port out
+  local bin=$1 sim=$2 conc=$3 n=$4 extra=${5:-} port out
   port=$(bench_free_port)
   out="$BENCH_TMP/cg-$n-$RANDOM.out"
   bench_spawn "$OUT/cg-$n.log" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" serve \
@@ -37,35 +40,39 @@ instructions() {
   local pid=$BENCH_LAST_PID
   bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start"
   # shellcheck disable=SC2086  # FLOOD_ARGS is a list of flags
-  "$BIN" flood --target "http://127.0.0.1:$port" --concurrency "$conc" --requests "$n" --json --progress=false ${FLOOD_ARGS:-} \
+  "$BIN" flood --target "http://127.0.0.1:$port" --concurrency "$conc" --requests "$n" --json --progress=false ${FLOOD_ARGS:-} $extra \
     >"$OUT/flood-$n.json" || bench_die "flood failed"
   bench_stop "$pid"
   callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !seen {gsub(",", "", $1); print $1; seen = 1}'
 }
 
-# per_chunk NAME BIN TOKENS DELAY CONCURRENCY
+# per_chunk NAME BIN TOKENS DELAY CONCURRENCY [FLOOD FLAGS]
 per_chunk() {
-  local name=$1 bin=$2 tokens=$3 delay=$4 conc=$5 sim_port small large
+  local name=$1 bin=$2 tokens=$3 delay=$4 conc=$5 extra=${6:-} sim_port small large
   sim_port=$(bench_free_port)
   bench_spawn "$OUT/sim-$name.log" "$BIN" sim --listen 127.0.0.1:"$sim_port" --threads 1 --tokens "$tokens" \
     --token-delay "$delay" --ttft 0s
   local sim_pid=$BENCH_LAST_PID
   bench_wait_tcp "$sim_port" "$sim_pid" || bench_die "sim did not start"
-  small=$(instructions "$bin" "$sim_port" "$conc" 4)
-  large=$(instructions "$bin" "$sim_port" "$conc" $((4 + REQUESTS)))
+  small=$(instructions "$bin" "$sim_port" "$conc" 4 "$extra")
+  large=$(instructions "$bin" "$sim_port" "$conc" $((4 + REQUESTS)) "$extra")
   bench_stop "$sim_pid"
   echo $(( (large - small) / (REQUESTS * tokens) ))
 }
 
 results=()
-for target in sluice baseline; do
-  bin=$BIN
+for target in sluice messages baseline; do
+  bin=$BIN extra=""
   if [ "$target" = baseline ]; then
     [ -n "$BASE_BIN" ] || continue
     bin=$BASE_BIN
   fi
-  paced=$(per_chunk "$target-paced" "$bin" "$PACED_TOKENS" "$PACED_DELAY" 50)
-  fast=$(per_chunk "$target-fast" "$bin" "$FAST_TOKENS" 0s 4)
+  if [ "$target" = messages ]; then
+    [ "${MESSAGES:-0}" = 1 ] || continue
+    extra="--path /v1/messages"
+  fi
+  paced=$(per_chunk "$target-paced" "$bin" "$PACED_TOKENS" "$PACED_DELAY" 50 "$extra")
+  fast=$(per_chunk "$target-fast" "$bin" "$FAST_TOKENS" 0s 4 "$extra")
   bench_log "$target: paced $paced, fast $fast instructions per chunk"
   results+=("$target $paced $fast")
 done

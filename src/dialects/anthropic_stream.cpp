@@ -1,10 +1,13 @@
 #include "dialects/anthropic_stream.hpp"
 #include "dialects/json_fields.hpp"
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <algorithm>
+#include <charconv>
 
 namespace sluice::dialects {
 
@@ -18,6 +21,63 @@ void emit(std::string_view type, const json::object& data, std::string& out) {
   out += "\ndata: ";
   out += json::serialize(data);
   out += "\n\n";
+}
+
+// `s` as a JSON string, escaped as json::serialize escapes it (the corpus holds its bytes): the
+// quote, the backslash and the control characters; UTF-8 as it is (the parser checked it).
+void append_json_string(std::string_view s, std::string& out) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + from, i - from);
+    from = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+    }
+  }
+  out.append(s.data() + from, s.size() - from);
+  out += '"';
+}
+
+// The delta events, one per upstream token: written directly, the same bytes emit() writes.
+void emit_delta(int index, std::string_view kind, std::string_view field, std::string_view text, std::string& out) {
+  char digits[16];
+  const auto end = std::to_chars(digits, digits + sizeof digits, index).ptr;
+  out += "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":";
+  out.append(digits, end);
+  out += ",\"delta\":{\"type\":\"";
+  out += kind;
+  out += "\",\"";
+  out += field;
+  out += "\":";
+  append_json_string(text, out);
+  out += "}}\n\n";
+}
+
+// One parser per thread over a fixed buffer, so a chunk's parse allocates nothing in the common
+// case; a thread's streams never parse at once (the relay feeds one event at a time).
+struct parse_scratch {
+  alignas(16) unsigned char buffer[16 * 1024];
+  json::monotonic_resource resource{buffer, sizeof buffer};
+  json::parser parser;
+};
+
+parse_scratch& scratch() {
+  thread_local parse_scratch s;
+  return s;
 }
 
 }  // namespace
@@ -65,8 +125,7 @@ bool chat_to_messages_stream::on_text(std::string_view text, block_kind kind, st
   if (text.empty()) return true;
   const bool thinking = kind == block_kind::thinking;
   if (open_ != kind) open_block(kind, thinking ? R"({"type":"thinking","thinking":"","signature":""})" : R"({"type":"text","text":""})", out);
-  json::object delta{{"type", thinking ? "thinking_delta" : "text_delta"}, {thinking ? "thinking" : "text", text}};
-  emit("content_block_delta", {{"type", "content_block_delta"}, {"index", next_block_}, {"delta", std::move(delta)}}, out);
+  emit_delta(next_block_, thinking ? "thinking_delta" : "text_delta", thinking ? "thinking" : "text", text, out);
   return true;
 }
 
@@ -88,9 +147,7 @@ bool chat_to_messages_stream::on_tool_delta(const void* p, std::string& out) {
     open_block(block_kind::tool_use, json::serialize(block), out);
     tools_.push_back({at, false});
   }
-  if (args.empty()) return true;
-  json::object delta{{"type", "input_json_delta"}, {"partial_json", args}};
-  emit("content_block_delta", {{"type", "content_block_delta"}, {"index", next_block_}, {"delta", std::move(delta)}}, out);
+  if (!args.empty()) emit_delta(next_block_, "input_json_delta", "partial_json", args, out);
   return true;
 }
 
@@ -100,13 +157,24 @@ bool chat_to_messages_stream::on_event(std::string_view data, std::string& out) 
     on_end(out);
     return true;
   }
+  auto& s = scratch();
+  s.parser.reset(json::storage_ptr(&s.resource));
   boost::system::error_code ec;
-  json::value v = json::parse(data, ec);
-  if (ec || !v.is_object()) {
+  s.parser.write(data.data(), data.size(), ec);
+  bool more = false;
+  if (ec) {
+    s.parser.reset();
     fail("api_error", "the upstream sent an event that is not JSON", out);
-    return false;
-  }
-  const auto& chunk = v.get_object();
+  } else {
+    const json::value v = s.parser.release();
+    if (v.is_object()) more = on_chunk(v.get_object(), out);
+    else fail("api_error", "the upstream sent an event that is not JSON", out);
+  }  // the value is gone before its storage is rewound
+  s.resource.release();
+  return more;
+}
+
+bool chat_to_messages_stream::on_chunk(const boost::json::object& chunk, std::string& out) {
   if (const auto* err = object_field(&chunk, "error")) {
     const auto message = string_field(*err, "message");
     fail("api_error", message.empty() ? "the upstream reported an error" : message, out);

@@ -9,6 +9,7 @@
 // the stream. Not thread-safe, no I/O.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,6 +63,8 @@ class chat_to_messages_stream {
   void close_block(std::string& out);
   bool on_text(std::string_view text, block_kind kind, std::string& out);
   bool on_tool_delta(const void* tool_call, std::string& out);
+  // One parsed chunk (a JSON object); false: the stream ended with an error.
+  bool on_chunk(const boost::json::object& chunk, std::string& out);
   void finish(std::string& out);
 
   message_start_info info_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -231,6 +232,33 @@ TEST(AnthropicStream, WhitespaceInTheUpstreamsJsonChangesNothing) {
   tb.on_event(spaced, b);
   tb.on_end(b);
   EXPECT_EQ(a, b);
+}
+
+}  // namespace
+
+namespace {
+
+// Text the deltas must carry exactly: every control character, quotes, backslashes, a slash,
+// DEL, multi-byte UTF-8 (the deltas are written without a JSON serializer, docs/dialects.md).
+TEST(AnthropicStream, DeltasCarryEveryCharacterExactly) {
+  std::string text;
+  for (int c = 1; c < 0x20; ++c) text += static_cast<char>(c);
+  text += "\"quoted\" back\\slash /slash \x7f \xc3\xa9t\xc3\xa9 \xf0\x9f\x8c\x8a end";
+  const auto chunk = [](const json::object& delta) {
+    return "data: " + json::serialize(json::object{{"choices", json::array{json::object{{"index", 0}, {"delta", delta}}}}}) + "\n\n";
+  };
+  const std::string upstream =
+      chunk({{"reasoning_content", text}}) + chunk({{"content", text}}) +
+      chunk({{"tool_calls", json::array{json::object{{"index", 0}, {"id", "c1"}, {"function", json::object{{"name", "f"}, {"arguments", text}}}}}}}) +
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+  std::vector<std::string> carried;
+  for (const auto& e : events_of(translate(upstream, {}))) {
+    if (e.type != "content_block_delta") continue;
+    const auto& d = e.data.at("delta").as_object();
+    for (const char* field : {"thinking", "text", "partial_json"})
+      if (const auto* v = d.if_contains(field)) carried.emplace_back(v->as_string());
+  }
+  EXPECT_EQ(carried, (std::vector<std::string>{text, text, text}));
 }
 
 }  // namespace
