@@ -28,6 +28,8 @@ std::string_view to_string(route r) noexcept {
       return "metrics";
     case route::messages:
       return "messages";
+    case route::embeddings:
+      return "embeddings";
     case route::other:
       return "other";
   }

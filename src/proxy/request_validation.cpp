@@ -145,9 +145,41 @@ result<std::vector<tool_schema_request>> tool_schemas(api which, const json::obj
   return out;
 }
 
+// Embeddings: `input` a string, an array of tokens, or an array of strings or token arrays (at
+// most 2,048 of them, none empty); `dimensions` a positive integer; `encoding_format` float or
+// base64; never streamed. The prompt's size is its text's (a token counts 4 bytes).
+std::optional<error> embedding_fields(const json::object& obj, request_summary& out) {
+  const json::value* input = obj.if_contains("input");
+  if (!input) return bad("Missing required parameter: 'input'.", "input");
+  if (!input->is_string() && !input->is_array()) return wrong_type("input", "a string or an array", *input);
+  if (input->is_array()) {
+    const auto& arr = input->get_array();
+    if (arr.empty() || arr.size() > 2048) return bad("Invalid 'input': an array of 1 to 2048 items.", "input");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const auto& item = arr[i];
+      const bool ok = item.is_string() || (is_uint(item) && arr[0].is_number()) || (item.is_array() && !item.get_array().empty());
+      if (!ok) return wrong_type("input[" + std::to_string(i) + "]", "a string, a token or a non-empty array of tokens", item);
+      if (item.is_array())
+        for (const auto& t : item.get_array())
+          if (!is_uint(t)) return wrong_type("input[" + std::to_string(i) + "]", "an array of tokens (non-negative integers)", t);
+      out.prompt_chars += item.is_string() ? item.get_string().size() : item.is_array() ? 4 * item.get_array().size() : 4;
+    }
+  } else {
+    out.prompt_chars = input->get_string().size();
+  }
+  if (const json::value* d = obj.if_contains("dimensions"); d && !d->is_null() && (!is_uint(*d) || as_uint(*d) == 0))
+    return wrong_type("dimensions", "a positive integer", *d);
+  if (const json::value* f = obj.if_contains("encoding_format"); f && !f->is_null() && *f != "float" && *f != "base64")
+    return bad("Invalid 'encoding_format': expected 'float' or 'base64'.", "encoding_format");
+  if (const json::value* s = obj.if_contains("stream"); s && !s->is_null() && !(s->is_bool() && !s->get_bool()))
+    return bad("Embeddings are not streamed: leave out 'stream'.", "stream");
+  return std::nullopt;
+}
+
 // The prompt of each API: chat `messages` (each an object with a string `role`), responses
 // `input` (and `max_output_tokens`), completions `prompt`; their size for the cost estimate.
 std::optional<error> prompt_fields(api which, const json::object& obj, request_summary& out) {
+  if (which == api::embeddings) return embedding_fields(obj, out);
   if (which == api::chat_completions) {
     const json::value* messages = obj.if_contains("messages");
     if (!messages) return bad("Missing required parameter: 'messages'.", "messages");

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "sim/content.hpp"
+#include "sim/embeddings.hpp"
 #include "sim/metrics.hpp"
 #include "sim/worker.hpp"
 
@@ -87,6 +88,13 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
       const api kind = target == "/v1/completions" ? api::completion : target == "/v1/responses" ? api::responses : api::chat;
       auto end = co_await serve_completion(c, kind, req);
       co_return end;
+    }
+  } else if (target == "/v1/embeddings") {
+    if (post) {
+      auto body = embeddings_body(req.body());
+      auto res = body ? json_response(std::move(*body), keep)
+                      : make_error(400, keep, body.err().message, "invalid_request_error", body.err().param);
+      co_return co_await write_simple(c, res);
     }
   } else if (target == "/v1/models") {
     if (get) {

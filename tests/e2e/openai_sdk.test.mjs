@@ -71,6 +71,34 @@ test('models list through sluice', async () => {
   assert.ok(ids.includes('sim-1'));
 });
 
+async function promptTokens() {
+  const text = await (await fetch(baseURL.replace(/\/v1$/, '/metrics'))).text();
+  const m = text.match(/^sluice_tokens_total\{direction="prompt"\} (\S+)$/m);
+  return m ? Number(m[1]) : 0;
+}
+
+// The SDK asks for base64 by default and decodes it; `float` comes as it is. Both through sluice
+// equal the simulator's own answer, and the usage is charged as prompt tokens.
+test('embeddings through sluice equal the upstream\'s, base64 and float', async () => {
+  const direct = new OpenAI({ baseURL: `${simURL}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const req = { model: 'sim-embed', input: ['a river', 'a mountain'], dimensions: 24 };
+  const before = await promptTokens();
+  const viaGateway = await client().embeddings.create(req);
+  const viaFloat = await client().embeddings.create({ ...req, encoding_format: 'float' });
+  const own = await direct.embeddings.create(req);
+  assert.equal(viaGateway.data.length, 2);
+  assert.equal(viaGateway.data[0].embedding.length, 24);
+  assert.deepEqual(viaGateway.data.map((d) => d.embedding), own.data.map((d) => d.embedding));
+  for (let i = 0; i < 2; i += 1)
+    viaFloat.data[i].embedding.forEach((x, k) => assert.ok(Math.abs(x - own.data[i].embedding[k]) < 1e-6));
+  assert.equal(viaGateway.usage.prompt_tokens, own.usage.prompt_tokens);
+  for (let i = 0; i < 200 && (await promptTokens()) < before + 2 * own.usage.prompt_tokens; i += 1)
+    await new Promise((r) => setTimeout(r, 10));
+  assert.ok((await promptTokens()) >= before + 2 * own.usage.prompt_tokens, 'both answers\' usage counted');
+  await assert.rejects(client().embeddings.create({ model: 'sim-embed', input: [] }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'input');
+});
+
 test('a malformed request is a BadRequestError with OpenAI shape', async () => {
   await assert.rejects(
     client().chat.completions.create({ model: 'sim-1', messages: 'not an array' }),

@@ -122,3 +122,34 @@ TEST(RequestValidation, AMemberGivenTwiceIsRefusedByItsPath) {
                                R"({"model":"m","messages":[{"role":"user","content":"a:b,\"model\":1"},{"role":"user","content":"y"}],"metadata":{"model":"x"}})")
                   .has_value());
 }
+
+// POST /v1/embeddings: every shape of `input` the API takes, its size for the cost estimate, and
+// each malformed field refused by name.
+TEST(RequestValidation, EmbeddingsInputsAndTheirRefusals) {
+  auto ok = [](std::string_view body) {
+    auto s = validate_request(api::embeddings, body);
+    EXPECT_TRUE(static_cast<bool>(s)) << body << ": " << (s ? "" : s.err().message);
+    return s ? s->prompt_chars : 0;
+  };
+  EXPECT_EQ(ok(R"({"model":"e","input":"hello"})"), 5u);
+  EXPECT_EQ(ok(R"({"model":"e","input":["ab","cde"],"dimensions":8,"encoding_format":"base64"})"), 5u);
+  EXPECT_EQ(ok(R"({"model":"e","input":[1,2,3]})"), 12u);
+  EXPECT_EQ(ok(R"({"model":"e","input":[[1,2],[3]],"encoding_format":"float"})"), 12u);
+  EXPECT_EQ(ok(R"( { "model" : "e" , "input" : "hello" } )"), 5u);
+  auto param = [](std::string_view body) {
+    auto s = validate_request(api::embeddings, body);
+    EXPECT_FALSE(static_cast<bool>(s)) << body;
+    return s ? std::string("(accepted)") : s.err().param;
+  };
+  EXPECT_EQ(param(R"({"model":"e"})"), "input");
+  EXPECT_EQ(param(R"({"model":"e","input":[]})"), "input");
+  EXPECT_EQ(param(R"({"model":"e","input":7})"), "input");
+  EXPECT_EQ(param(R"({"model":"e","input":[[]]})"), "input[0]");
+  EXPECT_EQ(param(R"({"model":"e","input":[[1,-2]]})"), "input[0]");
+  EXPECT_EQ(param(R"({"model":"e","input":["a",{}]})"), "input[1]");
+  EXPECT_EQ(param(R"({"model":"e","input":"a","dimensions":0})"), "dimensions");
+  EXPECT_EQ(param(R"({"model":"e","input":"a","dimensions":1.5})"), "dimensions");
+  EXPECT_EQ(param(R"({"model":"e","input":"a","encoding_format":"int8"})"), "encoding_format");
+  EXPECT_EQ(param(R"({"model":"e","input":"a","stream":true})"), "stream");
+  EXPECT_EQ(param(R"({"input":"a"})"), "model");
+}
