@@ -109,6 +109,33 @@ bool plausible_response_id(std::string_view id) noexcept {
   return true;
 }
 
+// GET /v1/models/{model}: a model id as the APIs write them (letters, digits and `._:/-`, as in
+// `ft:gpt-4o-mini:org::id` or `meta-llama/Llama-3.1-8B`), at most 256 bytes, no `..` step.
+constexpr std::string_view models_prefix = "/v1/models/";
+
+bool plausible_model_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 256 || id.find("..") != std::string_view::npos || id.front() == '/') return false;
+  for (char c : id)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+          c == '.' || c == ':' || c == '/'))
+      return false;
+  return true;
+}
+
+// The model retrieved is the model routed: an upstream that serves it answers.
+std::optional<error> parse_model_retrieve(request_context& ctx, const http::request& req, std::string_view id) {
+  ctx.route = obs::route::models;
+  if (!plausible_model_id(id))
+    return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
+                                            std::string(models_prefix) + "....");
+  if (req.method() != bhttp::verb::get)
+    return error::make(errc::method_not_allowed,
+                       "Method " + std::string(req.method_string()) + " is not allowed here; use GET.");
+  ctx.model = std::string(id);
+  ctx.path = std::string(models_prefix) + std::string(id);
+  return std::nullopt;
+}
+
 bool is_probe(obs::route r) {
   return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
 }
@@ -243,6 +270,7 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   for (const auto& e : routes)
     if (e.path == target) r = &e;
   if (!r && target.starts_with(stored_prefix)) return parse_stored(ctx, req, target.substr(stored_prefix.size()));
+  if (!r && target.starts_with(models_prefix)) return parse_model_retrieve(ctx, req, target.substr(models_prefix.size()));
   if (!r)
     return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
                                             std::string(target) + ".");

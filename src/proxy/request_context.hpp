@@ -86,10 +86,9 @@ struct request_context {
   request_cancel cancel;
   request_end end;
 
-  // The model the router picks upstreams for ("" for /v1/models: every upstream serves it).
-  std::string_view model_for_routing() const noexcept {
-    return route == obs::route::models ? std::string_view{} : std::string_view(model);
-  }
+  // The model the router picks upstreams for: the body's, or the one GET /v1/models/{model} names
+  // ("" for the model list: every upstream serves it).
+  std::string_view model_for_routing() const noexcept { return model; }
   // x-sluice-overhead-ms: overhead_seconds in milliseconds, three decimals.
   std::string overhead_header() const;
 };

@@ -355,11 +355,18 @@ std::string spaced_json(std::string_view text, bool sse) {
   return out;
 }
 
+namespace {
+json::object model_object(std::string_view id) {
+  return json::object{{"id", id}, {"object", "model"}, {"created", 1700000000}, {"owned_by", "sluice-sim"}};
+}
+}  // namespace
+
 std::string models_body(const std::vector<std::string>& models) {
   json::array data;
-  for (const auto& m : models)
-    data.push_back(json::object{{"id", m}, {"object", "model"}, {"created", 1700000000}, {"owned_by", "sluice-sim"}});
+  for (const auto& m : models) data.push_back(model_object(m));
   return json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}});
 }
+
+std::string model_body(std::string_view id) { return json::serialize(model_object(id)); }
 
 }  // namespace sluice::sim

@@ -136,6 +136,8 @@ std::string_view error_type_for_status(int status);
 
 // GET /v1/models
 std::string models_body(const std::vector<std::string>& models);
+// GET /v1/models/{id}: one model's object.
+std::string model_body(std::string_view id);
 
 // --spaced-json: the same JSON written the way Python's json.dumps writes it, a space after every
 // ':' and ',' outside strings, so that the gateway is tested against both forms. `sse`: the text is

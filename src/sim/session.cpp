@@ -72,6 +72,14 @@ http::response<http::string_body> control_response(worker& w, const http::reques
   return json_response(w.shared.control.to_json(), keep_alive);
 }
 
+// GET /v1/models/{model}: the model's object, or OpenAI's 404 model_not_found.
+http::response<http::string_body> model_response(const std::vector<std::string>& models, std::string_view id, bool keep_alive) {
+  for (const auto& m : models)
+    if (m == id) return json_response(model_body(m), keep_alive);
+  return make_error(404, keep_alive, "The model '" + std::string(id) + "' does not exist", "invalid_request_error", "model",
+                    "model_not_found");
+}
+
 bool is_parse_error(const error_code& ec) {
   return ec.category() == boost::beast::http::make_error_code(http::error::bad_version).category() &&
          ec != http::error::end_of_stream && ec != http::error::partial_message;
@@ -99,6 +107,11 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   } else if (target == "/v1/models") {
     if (get) {
       auto res = json_response(models_body(c.owner.opts.models), keep);
+      co_return co_await write_simple(c, res);
+    }
+  } else if (target.starts_with("/v1/models/")) {
+    if (get) {
+      auto res = model_response(c.owner.opts.models, target.substr(std::string_view("/v1/models/").size()), keep);
       co_return co_await write_simple(c, res);
     }
   } else if (target == "/sim/stats") {

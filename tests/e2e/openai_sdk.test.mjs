@@ -99,6 +99,15 @@ test('embeddings through sluice equal the upstream\'s, base64 and float', async 
     (err) => err instanceof OpenAI.BadRequestError && err.param === 'input');
 });
 
+test('models.retrieve through sluice: the upstream\'s model object, its 404 passed on', async () => {
+  const direct = new OpenAI({ baseURL: `${simURL}/v1`, apiKey: 'unused', maxRetries: 0 });
+  assert.deepEqual(await client().models.retrieve('sim-1'), await direct.models.retrieve('sim-1'));
+  await assert.rejects(client().models.retrieve('no-such-model'),
+    (err) => err instanceof OpenAI.NotFoundError && err.code === 'model_not_found');
+  // An id that is not a model id (a path step, an escape) never reaches an upstream.
+  await assert.rejects(client().models.retrieve('../admin'), (err) => err instanceof OpenAI.NotFoundError && err.code === 'not_found');
+});
+
 test('a malformed request is a BadRequestError with OpenAI shape', async () => {
   await assert.rejects(
     client().chat.completions.create({ model: 'sim-1', messages: 'not an array' }),
