@@ -30,6 +30,8 @@ std::string_view to_string(route r) noexcept {
       return "messages";
     case route::embeddings:
       return "embeddings";
+    case route::moderations:
+      return "moderations";
     case route::other:
       return "other";
   }

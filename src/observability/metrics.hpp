@@ -28,7 +28,19 @@ namespace sluice::obs {
 
 // Label values come only from these enums (and from the configured upstream names), so every
 // label's cardinality is known when the process starts.
-enum class route : std::uint8_t { chat_completions, completions, responses, models, healthz, readyz, metrics, messages, embeddings, other };
+enum class route : std::uint8_t {
+  chat_completions,
+  completions,
+  responses,
+  models,
+  healthz,
+  readyz,
+  metrics,
+  messages,
+  embeddings,
+  moderations,
+  other
+};
 enum class outcome : std::uint8_t { ok, client_error, upstream_error, rejected, cancelled, timeout, internal };
 enum class reject_reason : std::uint8_t {
   queue_full,
@@ -55,7 +67,7 @@ enum class byte_direction : std::uint8_t { upstream, downstream };
 
 inline constexpr std::array all_routes = {route::chat_completions, route::completions, route::responses, route::models,
                                           route::healthz,          route::readyz,      route::metrics,   route::messages,
-                                          route::embeddings,       route::other};
+                                          route::embeddings,       route::moderations,      route::other};
 inline constexpr std::array all_outcomes = {outcome::ok,       outcome::client_error, outcome::upstream_error,
                                             outcome::rejected, outcome::cancelled,    outcome::timeout,
                                             outcome::internal};

@@ -41,6 +41,7 @@ constexpr route_entry routes[] = {
     {"/v1/completions", obs::route::completions, api::completions, bhttp::verb::post},
     {"/v1/responses", obs::route::responses, api::responses, bhttp::verb::post},
     {"/v1/embeddings", obs::route::embeddings, api::embeddings, bhttp::verb::post},
+    {"/v1/moderations", obs::route::moderations, api::moderations, bhttp::verb::post},
     {"/v1/models", obs::route::models, api::chat_completions, bhttp::verb::get},
     {"/healthz", obs::route::healthz, api::chat_completions, bhttp::verb::get},
     {"/readyz", obs::route::readyz, api::chat_completions, bhttp::verb::get},

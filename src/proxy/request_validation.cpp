@@ -176,10 +176,38 @@ std::optional<error> embedding_fields(const json::object& obj, request_summary& 
   return std::nullopt;
 }
 
+// Moderations: `input` a string, an array of strings, or an array of content parts (`text` with
+// its text, `image_url` with its URL); never streamed.
+std::optional<error> moderation_fields(const json::object& obj, request_summary& out) {
+  const json::value* input = obj.if_contains("input");
+  if (!input) return bad("Missing required parameter: 'input'.", "input");
+  if (input->is_string()) {
+    out.prompt_chars = input->get_string().size();
+  } else if (input->is_array() && !input->get_array().empty()) {
+    const auto& arr = input->get_array();
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const std::string p = "input[" + std::to_string(i) + "]";
+      const auto* part = arr[i].if_object();
+      const auto* type = part ? part->if_contains("type") : nullptr;
+      const bool text = type && *type == "text" && part->contains("text") && part->at("text").is_string();
+      const bool image = type && *type == "image_url" && part->contains("image_url") && part->at("image_url").is_object();
+      if (!arr[i].is_string() && !text && !image)
+        return wrong_type(p, "a string, a text part or an image_url part", arr[i]);
+      out.prompt_chars += arr[i].is_string() ? arr[i].get_string().size() : text ? part->at("text").get_string().size() : 0;
+    }
+  } else {
+    return wrong_type("input", "a string or a non-empty array", *input);
+  }
+  if (const json::value* s = obj.if_contains("stream"); s && !s->is_null() && !(s->is_bool() && !s->get_bool()))
+    return bad("Moderations are not streamed: leave out 'stream'.", "stream");
+  return std::nullopt;
+}
+
 // The prompt of each API: chat `messages` (each an object with a string `role`), responses
 // `input` (and `max_output_tokens`), completions `prompt`; their size for the cost estimate.
 std::optional<error> prompt_fields(api which, const json::object& obj, request_summary& out) {
   if (which == api::embeddings) return embedding_fields(obj, out);
+  if (which == api::moderations) return moderation_fields(obj, out);
   if (which == api::chat_completions) {
     const json::value* messages = obj.if_contains("messages");
     if (!messages) return bad("Missing required parameter: 'messages'.", "messages");
@@ -292,11 +320,12 @@ result<request_summary> validate_request(api which, std::string_view body) {
                p);
   }
 
+  // Moderations name a model only when the client picks one (the upstream has its default).
   const json::value* model = obj.if_contains("model");
-  if (!model) return bad("You must provide a model parameter.", "model");
-  if (!model->is_string()) return wrong_type("model", "a string", *model);
-  if (model->get_string().empty()) return bad("The model parameter must not be empty.", "model");
-  out.model = std::string(model->get_string());
+  if (!model && which != api::moderations) return bad("You must provide a model parameter.", "model");
+  if (model && !model->is_string()) return wrong_type("model", "a string", *model);
+  if (model && model->get_string().empty()) return bad("The model parameter must not be empty.", "model");
+  if (model) out.model = std::string(model->get_string());
 
   if (auto e = prompt_fields(which, obj, out)) return std::move(*e);
   if (auto e = stream_fields(which, obj, out)) return std::move(*e);

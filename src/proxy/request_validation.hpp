@@ -15,7 +15,7 @@
 
 namespace sluice::proxy {
 
-enum class api { chat_completions, completions, responses, embeddings };
+enum class api { chat_completions, completions, responses, embeddings, moderations };
 
 // The JSON schema a request asks its output to follow (chat and legacy completions
 // `response_format.json_schema`, responses `text.format`); see structured_output.hpp.

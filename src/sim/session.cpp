@@ -7,6 +7,7 @@
 
 #include "sim/content.hpp"
 #include "sim/embeddings.hpp"
+#include "sim/moderations.hpp"
 #include "sim/metrics.hpp"
 #include "sim/worker.hpp"
 
@@ -97,9 +98,9 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
       auto end = co_await serve_completion(c, kind, req);
       co_return end;
     }
-  } else if (target == "/v1/embeddings") {
+  } else if (target == "/v1/embeddings" || target == "/v1/moderations") {
     if (post) {
-      auto body = embeddings_body(req.body());
+      auto body = target == "/v1/embeddings" ? embeddings_body(req.body()) : moderations_body(req.body());
       auto res = body ? json_response(std::move(*body), keep)
                       : make_error(400, keep, body.err().message, "invalid_request_error", body.err().param);
       co_return co_await write_simple(c, res);

@@ -99,6 +99,17 @@ test('embeddings through sluice equal the upstream\'s, base64 and float', async 
     (err) => err instanceof OpenAI.BadRequestError && err.param === 'input');
 });
 
+test('moderations through sluice: the upstream\'s verdicts, no model needed', async () => {
+  const direct = new OpenAI({ baseURL: `${simURL}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const req = { input: ['a calm morning', 'I will hurt you'] };
+  const res = await client().moderations.create(req);
+  assert.deepEqual(res, await direct.moderations.create(req));
+  assert.deepEqual(res.results.map((r) => r.flagged), [false, true]);
+  assert.equal(res.results[1].categories.violence, true);
+  await assert.rejects(client().moderations.create({ input: [] }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'input');
+});
+
 test('models.retrieve through sluice: the upstream\'s model object, its 404 passed on', async () => {
   const direct = new OpenAI({ baseURL: `${simURL}/v1`, apiKey: 'unused', maxRetries: 0 });
   assert.deepEqual(await client().models.retrieve('sim-1'), await direct.models.retrieve('sim-1'));

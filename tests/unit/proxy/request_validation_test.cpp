@@ -153,3 +153,24 @@ TEST(RequestValidation, EmbeddingsInputsAndTheirRefusals) {
   EXPECT_EQ(param(R"({"model":"e","input":"a","stream":true})"), "stream");
   EXPECT_EQ(param(R"({"input":"a"})"), "model");
 }
+
+// POST /v1/moderations: no model needed; input a string, strings or content parts.
+TEST(RequestValidation, ModerationsInputsAndTheirRefusals) {
+  for (std::string_view body : {R"({"input":"hello"})", R"({"model":"m","input":["a","b"]})",
+                                R"({"input":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]})"}) {
+    auto s = validate_request(api::moderations, body);
+    EXPECT_TRUE(static_cast<bool>(s)) << body << ": " << (s ? "" : s.err().message);
+  }
+  auto param = [](std::string_view body) {
+    auto s = validate_request(api::moderations, body);
+    EXPECT_FALSE(static_cast<bool>(s)) << body;
+    return s ? std::string("(accepted)") : s.err().param;
+  };
+  EXPECT_EQ(param(R"({})"), "input");
+  EXPECT_EQ(param(R"({"input":[]})"), "input");
+  EXPECT_EQ(param(R"({"input":[{"type":"text"}]})"), "input[0]");
+  EXPECT_EQ(param(R"({"input":[{"type":"audio","audio":{}}]})"), "input[0]");
+  EXPECT_EQ(param(R"({"input":"x","model":""})"), "model");
+  EXPECT_EQ(param(R"({"input":"x","stream":true})"), "stream");
+  EXPECT_FALSE(static_cast<bool>(validate_request(api::embeddings, R"({"input":"x"})"))) << "embeddings still need a model";
+}
