@@ -142,6 +142,10 @@ bool chat_to_messages_stream::on_tool_delta(const void* p, std::string& out) {
         fail("api_error", "the upstream interleaved the arguments of parallel tool calls", out);
         return false;
       }
+    if (tools_.size() == max_tool_calls) {
+      fail("api_error", "the upstream sent more tool calls than one message may carry (1024)", out);
+      return false;
+    }
     const std::string_view name = fn ? string_field(*fn, "name") : std::string_view{};
     json::object block{{"type", "tool_use"}, {"id", string_field(call, "id")}, {"name", name}, {"input", json::object{}}};
     open_block(block_kind::tool_use, json::serialize(block), out);

@@ -32,6 +32,10 @@ struct message_start_info {
 
 class chat_to_messages_stream {
  public:
+  // The tool calls one message may carry: past it the stream ends with an `error` event (the
+  // translator remembers each call's index to refuse a reopened one; this bounds that memory).
+  static constexpr std::size_t max_tool_calls = 1024;
+
   explicit chat_to_messages_stream(message_start_info info = {}) : info_(std::move(info)) {}
 
   // One upstream event's data: a chunk's JSON, an error object, or "[DONE]". A chunk that is not

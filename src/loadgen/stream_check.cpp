@@ -172,24 +172,32 @@ bool stream_check::check_completed(const json::object& event) {
   return true;
 }
 
+std::optional<bool> stream_check::on_done_marker(std::string_view data) {
+  const bool done = data == "[DONE]";
+  switch (format_) {
+    case wire::responses:
+      if (!done) return std::nullopt;
+      // Not sent by the Responses API; tolerated after its end, as some compatible servers add it.
+      if (!saw_done_) fail(verdict::malformed, "[DONE] before response.completed");
+      return saw_done_;
+    case wire::messages:
+      if (!done) return std::nullopt;
+      fail(verdict::malformed, "[DONE] in a Messages API stream");
+      return false;
+    case wire::choices:
+      if (saw_done_) {
+        fail(verdict::malformed, "event after [DONE]");
+        return false;
+      }
+      if (!done) return std::nullopt;
+      saw_done_ = true;
+      return true;
+  }
+  return std::nullopt;
+}
+
 bool stream_check::on_event(const sse::event_view& ev, clock::time_point now) {
-  if (format_ == wire::responses && ev.data == "[DONE]") {
-    // Not sent by the Responses API; tolerated after its end, as some compatible servers add it.
-    if (!saw_done_) fail(verdict::malformed, "[DONE] before response.completed");
-    return saw_done_;
-  }
-  if (format_ == wire::messages && ev.data == "[DONE]") {
-    fail(verdict::malformed, "[DONE] in a Messages API stream");
-    return false;
-  }
-  if (format_ == wire::choices && saw_done_) {
-    fail(verdict::malformed, "event after [DONE]");
-    return false;
-  }
-  if (format_ == wire::choices && ev.data == "[DONE]") {
-    saw_done_ = true;
-    return true;
-  }
+  if (auto decided = on_done_marker(ev.data)) return *decided;
   if (ev.type == "error") {
     fail(verdict::error_event, "error event: " + std::string(ev.data.substr(0, 200)));
     return false;

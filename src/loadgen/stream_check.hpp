@@ -73,6 +73,9 @@ class stream_check {
 
  private:
   bool on_event(const sse::event_view& ev, clock::time_point now);
+  // [DONE], and what may follow the end, as the wire format has it: the event's answer (false:
+  // it failed), or nullopt when the event is to be parsed.
+  std::optional<bool> on_done_marker(std::string_view data);
   // A Responses API event (parsed): order, sequence numbers, the terminal event. False: it failed.
   bool on_response_event(const boost::json::object& event, std::string_view data, bool& content);
   // A Messages API event (parsed): its type names the event, message_start first, nothing after

@@ -262,3 +262,22 @@ TEST(AnthropicStream, DeltasCarryEveryCharacterExactly) {
 }
 
 }  // namespace
+
+namespace {
+
+// The translator remembers each tool call's index; past max_tool_calls the stream ends with an
+// error event instead of remembering without bound.
+TEST(AnthropicStream, ToolCallsPastTheCapEndTheStreamWithAnError) {
+  std::string upstream;
+  for (std::size_t i = 0; i <= chat_to_messages_stream::max_tool_calls; ++i)
+    upstream += R"(data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":)" + std::to_string(i) +
+                R"(,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]})" + "\n\n";
+  const auto evs = events_of(translate(upstream, {}));
+  expect_messages_grammar(evs, "over the cap");
+  ASSERT_EQ(evs.back().type, "error");
+  std::size_t tool_blocks = 0;
+  for (const auto& e : evs) tool_blocks += e.type == "content_block_start";
+  EXPECT_EQ(tool_blocks, chat_to_messages_stream::max_tool_calls);
+}
+
+}  // namespace
