@@ -4,18 +4,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(
-  build-essential g++ cmake ninja-build pkg-config git ca-certificates
+# What building the `sluice` binary needs (`--build`: the Dockerfile's build stage), then what the
+# tests, benchmarks, fuzzing and packaging add.
+build_pkgs=(
+  build-essential g++ cmake ninja-build pkg-config git ca-certificates binutils
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev
   libssl-dev libre2-dev libhiredis-dev prometheus-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev
+)
+pkgs=("${build_pkgs[@]}"
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   redis-server nginx-light prometheus curl procps python3 python3-yaml universal-ctags
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
+  dpkg-dev help2man umoci mmdebstrap
 )
+build_only=false
+[ "${1:-}" = "--build" ] && build_only=true && pkgs=("${build_pkgs[@]}")
 # Node.js: keep whatever node/npm the machine has; otherwise take Debian's.
-command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
-command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+if ! $build_only; then
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -34,6 +43,8 @@ for svc in nginx redis-server prometheus; do
     systemctl stop "$svc" || true
   fi
 done
+
+if $build_only; then echo "install-deps: ok (build only)"; exit 0; fi
 
 # The official OpenAI SDK with zod, and the official Anthropic SDK, as real clients for e2e tests (pinned in tests/e2e/package.json).
 if [ ! -d tests/e2e/node_modules/openai ] || [ ! -d tests/e2e/node_modules/zod ] || [ ! -d tests/e2e/node_modules/@anthropic-ai/sdk ]; then

@@ -24,6 +24,7 @@
 #include "app/pod.hpp"
 #include "app/worker_process.hpp"
 #include "observability/log.hpp"
+#include "runtime/service_notify.hpp"
 #include "runtime/shared_segment.hpp"
 #include "runtime/unique_fd.hpp"
 
@@ -336,6 +337,7 @@ void supervisor::on_ready(process& p) {
     obs::log_info("sluice serve started", {{"listen", std::string_view(current_.opts->http.listen)},
                                            {"port", static_cast<std::uint64_t>(ep.port())},
                                            {"processes", static_cast<std::uint64_t>(current_.processes)}});
+    runtime::notify_service("READY=1");
   } else if (next_ && p.generation == next_->number && all_ready(*next_)) {
     // The new generation serves: the old one stops accepting and finishes its streams.
     for (auto& q : procs_) {
@@ -351,6 +353,7 @@ void supervisor::on_ready(process& p) {
     obs::log_info("config reloaded: the new workers serve, the old ones finish their streams",
                   {{"generation", static_cast<std::uint64_t>(current_.number)},
                    {"processes", static_cast<std::uint64_t>(current_.processes)}});
+    runtime::notify_service("READY=1");
   }
 }
 
@@ -379,6 +382,7 @@ void supervisor::stop(std::string_view why) {
   next_.reset();
   const auto& o = *current_.opts;
   kill_at_ = clock::now() + o.drain_delay + o.drain_timeout + stop_grace;
+  runtime::notify_service("STOPPING=1");
   obs::log_info("stopping: every worker process drains", {{"why", why}, {"workers", static_cast<std::uint64_t>(procs_.size())}});
   // Workers still starting have no streams: they go at once.
   for (auto& p : procs_) ::kill(p.pid, failed_start || !p.ready ? SIGKILL : SIGTERM);
@@ -461,6 +465,7 @@ void supervisor::reload() {
   auto g = make_generation(current_.number + 1, std::move(*opts));
   std::size_t live = procs_.size();
   if (live + g.processes > pod_state::max_workers) return refuse("the previous generation is still finishing its streams");
+  runtime::notify_service("RELOADING=1");
   obs::log_info("config reload: starting the new generation's workers",
                 {{"generation", static_cast<std::uint64_t>(g.number)}, {"processes", static_cast<std::uint64_t>(g.processes)}});
   next_ = std::move(g);
@@ -482,6 +487,7 @@ void supervisor::abort_reload(std::string_view why) {
   }
   next_.reset();
   pod_->reloads_refused.fetch_add(1);
+  runtime::notify_service("READY=1");  // the running generation serves on: the reload is over
   obs::log_error("config reload refused: the running config serves on", {{"why", why}});
 }
 

@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   CLI::App root{"sluice: an OpenAI-compatible streaming gateway in bounded memory"};
   root.require_subcommand(1);
-  root.set_version_flag("--version", "sluice 0.1.0");
+  root.set_version_flag("--version", "sluice " SLUICE_VERSION);
   std::vector<sluice::cli::command> commands{
       sluice::cli::add_serve(root),
       sluice::cli::add_sim(root),

@@ -15,7 +15,9 @@
 #include "app/supervisor.hpp"
 #include "observability/log.hpp"
 #include "cli/commands.hpp"
+#include "config/commented_yaml.hpp"
 #include "config/option_table.hpp"
+#include "runtime/service_notify.hpp"
 
 namespace sluice::cli {
 
@@ -25,6 +27,7 @@ struct serve_state {
   app::serve_options opts;
   config::option_table table;
   std::string config_file;
+  bool print_config = false;
 };
 
 // The config file, then the flags (they win), checked.
@@ -81,6 +84,7 @@ void announce(app::gateway& gw, const tcp::endpoint& ep, const app::serve_option
   std::printf("sluice serve listening on %s:%u (upstream %s%s)\n", ep.address().to_string().c_str(),
               static_cast<unsigned>(ep.port()), upstreams.c_str(), admin.c_str());
   std::fflush(stdout);
+  runtime::notify_service("READY=1");
   obs::log_info("sluice serve started",
                 {{"listen", std::string_view(opts.http.listen)},
                  {"port", static_cast<std::uint64_t>(ep.port())},
@@ -89,14 +93,27 @@ void announce(app::gateway& gw, const tcp::endpoint& ep, const app::serve_option
                  {"memory_budget_bytes", gw.budget().budget()}});
 }
 
+// One process has no second generation to start: SIGHUP (systemd's ExecReload, a config
+// reloader) is said to be ignored instead of ending the process, as its default action would.
+void ignore_hangups(net::signal_set& hup) {
+  hup.async_wait([&hup](const error_code& ec, int) {
+    if (ec) return;
+    obs::log_warn("SIGHUP ignored: reloading the config needs --processes 2 or more (docs/processes.md)");
+    ignore_hangups(hup);
+  });
+}
+
 // SIGTERM or SIGINT: drain (readiness fails, serve on for drain-delay, stop accepting, let streams
 // finish for up to drain-timeout, end the rest in-band). A second signal stops at once.
 void drain_on_signal(app::gateway& gw) {
   net::io_context signals_ctx(1);
   net::signal_set signals(signals_ctx, SIGINT, SIGTERM);
-  signals.async_wait([](const error_code&, int) {});
+  net::signal_set hup(signals_ctx, SIGHUP);
+  ignore_hangups(hup);
+  signals.async_wait([&signals_ctx](const error_code&, int) { signals_ctx.stop(); });
   signals_ctx.run();
   signals_ctx.restart();
+  runtime::notify_service("STOPPING=1");
   signals.async_wait([](const error_code& ec, int) {
     if (!ec) {
       obs::log_warn("second signal: stopping now");
@@ -106,10 +123,23 @@ void drain_on_signal(app::gateway& gw) {
   std::thread second([&signals_ctx] { signals_ctx.run(); });
   gw.drain();
   signals.cancel();
+  hup.cancel();
   second.join();
 }
 
+// The packaged /etc/sluice/sluice.yaml is this output (packaging/install.cmake).
+int print_config(const serve_state& st) {
+  const auto text = config::commented_yaml(
+      st.table,
+      "sluice serve: every option with its default, commented out. Each key is the flag of the same name\n"
+      "(`--max-streams` is `max-streams:`); a flag given on the command line wins over this file.\n"
+      "Secrets never go here: keys come from the environment (key-env, redis-password-env).");
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
 int run_serve(serve_state& st) {
+  if (st.print_config) return print_config(st);
   if (int code = prepare(st); code != 0) return code;
   if (app::deployment::of(st.opts).supervised()) return run_supervisor(st);
   const char* key = std::getenv(st.opts.upstream.key_env.c_str());
@@ -138,6 +168,8 @@ command add_serve(CLI::App& root) {
   st->opts.register_options(st->table);
   st->table.register_cli(*app);
   app->add_option("--config", st->config_file, "YAML file with option names as keys (flags win)");
+  app->add_flag("--print-config", st->print_config,
+                "print a config file with every option commented out at its default, and exit");
   return {app, [st] { return run_serve(*st); }};
 }
 

@@ -102,11 +102,15 @@ option_table& option_table::add_duration(std::string name, std::string help, dur
 option_table& option_table::add_list(std::string name, std::string help, std::vector<std::string>& target) {
   // Each occurrence appends; a YAML list appends each element. The first value replaces defaults.
   auto first = std::make_shared<bool>(true);
-  return add_custom({std::move(name), std::move(help), "", [&target, first](std::string_view v) -> result<void> {
-                       if (*first) { target.clear(); *first = false; }
-                       target.emplace_back(v);
-                       return ok;
-                     }});
+  std::string defaults;
+  for (const auto& item : target) defaults += (defaults.empty() ? "" : ", ") + item;
+  option_spec s{std::move(name), std::move(help), std::move(defaults), [&target, first](std::string_view v) -> result<void> {
+                  if (*first) { target.clear(); *first = false; }
+                  target.emplace_back(v);
+                  return ok;
+                }};
+  s.is_list = true;
+  return add_custom(std::move(s));
 }
 
 void option_table::register_cli(CLI::App& app) {

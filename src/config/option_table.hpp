@@ -31,6 +31,7 @@ struct option_spec {
   // A structured value (a YAML list of maps, ...): config file only, never a flag. When set, the
   // YAML value is handed over whole instead of scalar by scalar.
   std::function<result<void>(const YAML::Node&)> set_node = {};
+  bool is_list = false;      // repeatable; default_text joins the default items with ", "
 };
 
 class option_table {

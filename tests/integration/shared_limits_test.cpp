@@ -135,7 +135,7 @@ class SharedLimits : public ::testing::Test {
 };
 
 bool admitted(const key_decision& d) { return std::holds_alternative<key_permit>(d); }
-const rate_refusal& refusal(const key_decision& d) { return std::get<rate_refusal>(d); }
+const rate_refusal& rate_refusal_of(const key_decision& d) { return std::get<rate_refusal>(d); }
 
 TEST_F(SharedLimits, RequestsPerMinuteHoldAcrossReplicas) {
   redis_server server;
@@ -150,10 +150,10 @@ TEST_F(SharedLimits, RequestsPerMinuteHoldAcrossReplicas) {
       EXPECT_EQ(std::get<key_permit>(d).headers.requests->limit, 12u);
     } else {
       ++refused;
-      EXPECT_EQ(refusal(d).which, rate_limit_kind::rpm);
-      EXPECT_GE(refusal(d).retry_after, 1s);
-      EXPECT_LE(refusal(d).retry_after, 5s);  // one request refills in 60s/12
-      EXPECT_EQ(refusal(d).headers.requests->remaining, 0u);
+      EXPECT_EQ(rate_refusal_of(d).which, rate_limit_kind::rpm);
+      EXPECT_GE(rate_refusal_of(d).retry_after, 1s);
+      EXPECT_LE(rate_refusal_of(d).retry_after, 5s);  // one request refills in 60s/12
+      EXPECT_EQ(rate_refusal_of(d).headers.requests->remaining, 0u);
     }
   }
   // A refill of one request lands every 5 s: at most one more within the run.
@@ -181,7 +181,7 @@ TEST_F(SharedLimits, TheWindowRefillsContinuously) {
     ++drained;
   }
   ASSERT_TRUE(refused.has_value());
-  EXPECT_EQ(refusal(*refused).retry_after, 1s);  // under 100 ms, rounded up to the header's 1 s
+  EXPECT_EQ(rate_refusal_of(*refused).retry_after, 1s);  // under 100 ms, rounded up to the header's 1 s
   const auto empty_at = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(400ms);
   int later = 0;
@@ -208,7 +208,7 @@ TEST_F(SharedLimits, ConcurrencySlotsHoldAcrossReplicasAndFreeOnRelease) {
     if (admitted(d)) held.push_back(std::move(std::get<key_permit>(d)));
     else {
       ++refused;
-      EXPECT_EQ(refusal(d).which, rate_limit_kind::concurrency);
+      EXPECT_EQ(rate_refusal_of(d).which, rate_limit_kind::concurrency);
     }
   }
   EXPECT_EQ(held.size(), 4u);
@@ -262,9 +262,9 @@ TEST_F(SharedLimits, TokensAreReservedThenSettledToTheUse) {
   EXPECT_EQ(std::get<key_permit>(p).headers.tokens->remaining, 300u);
   auto too_much = decide(b, "sk-t", 400);  // the other replica sees the reservation
   ASSERT_FALSE(admitted(too_much));
-  EXPECT_EQ(refusal(too_much).which, rate_limit_kind::tpm);
-  EXPECT_GE(refusal(too_much).retry_after, 6s);  // 100 tokens at 1000 a minute
-  EXPECT_LE(refusal(too_much).retry_after, 7s);
+  EXPECT_EQ(rate_refusal_of(too_much).which, rate_limit_kind::tpm);
+  EXPECT_GE(rate_refusal_of(too_much).retry_after, 6s);  // 100 tokens at 1000 a minute
+  EXPECT_LE(rate_refusal_of(too_much).retry_after, 7s);
   // The request used 100 of its 700: 600 come back (a cancelled stream that streamed little).
   std::get<key_permit>(p).used_tokens(100);
   p = rate_refusal{};
@@ -278,7 +278,7 @@ TEST_F(SharedLimits, TokensAreReservedThenSettledToTheUse) {
   settled(b);
   auto debt = decide(a, "sk-t", 1);
   ASSERT_FALSE(admitted(debt));
-  EXPECT_GE(refusal(debt).retry_after, 55s);
+  EXPECT_GE(rate_refusal_of(debt).retry_after, 55s);
 }
 
 TEST_F(SharedLimits, ConcurrentReservationsFromManyConnectionsNeverOvershoot) {
@@ -391,14 +391,14 @@ TEST_F(SharedLimits, StreamsHeldThroughRedisOrAloneCountOnBothSidesOfASwitch) {
   server.pause();
   auto c = decide(r, "sk-s");
   ASSERT_FALSE(admitted(c));
-  EXPECT_EQ(refusal(c).which, rate_limit_kind::concurrency);
+  EXPECT_EQ(rate_refusal_of(c).which, rate_limit_kind::concurrency);
   // A stream admitted alone, still running when Redis is back: Redis counts it too.
   auto alone = decide(r, "sk-t");
   ASSERT_TRUE(admitted(alone));
   server.resume();
   auto d = decide(r, "sk-t");
   ASSERT_FALSE(admitted(d));
-  EXPECT_EQ(refusal(d).which, rate_limit_kind::concurrency);
+  EXPECT_EQ(rate_refusal_of(d).which, rate_limit_kind::concurrency);
   EXPECT_FALSE(r.availability.degraded()) << "the refusal is Redis's answer, not a fallback";
 }
 
@@ -412,7 +412,7 @@ TEST_F(SharedLimits, ClosedModeRefusesWhileRedisIsFrozenAndRecovers) {
   auto d = decide(r, "sk-f");
   const auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(admitted(d));
-  EXPECT_EQ(refusal(d).which, rate_limit_kind::unavailable);
+  EXPECT_EQ(rate_refusal_of(d).which, rate_limit_kind::unavailable);
   EXPECT_GE(took, 150ms);
   EXPECT_LE(took, 1500ms);  // the command deadline (200 ms), never a hang
   EXPECT_TRUE(r.availability.degraded());

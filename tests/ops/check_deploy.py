@@ -4,8 +4,10 @@ and their cross-references, and that every sluice_* metric the alerts and dashbo
 gateway declares. Prints one 'PASS name' or 'FAIL name: why' line per check (check_rules.sh counts
 them). Usage: check_deploy.py REPO_ROOT OUT_DIR (OUT_DIR receives dashboard_rules.yaml for promtool)."""
 import json
+import os
 import pathlib
 import re
+import subprocess
 import sys
 
 root = pathlib.Path(sys.argv[1])
@@ -297,10 +299,41 @@ if yaml is not None:
         return f"options not registered by any module: {unknown}" if unknown else None
 
     def registered_options():
+        # The built binary's own list when the test runner names it (SLUICE_BIN: every key of
+        # `sluice serve --print-config`, the packaged config), else the registrations in the source.
+        binary = os.environ.get("SLUICE_BIN")
+        if binary:
+            text = subprocess.run([binary, "serve", "--print-config"], check=True, capture_output=True, text=True).stdout
+            return set(re.findall(r"^# ([a-z0-9-]+): ", text, re.M))
         registered = set()
         for f in (root / "src").rglob("*.cpp"):
             registered |= set(re.findall(r'\badd(?:_size|_duration|_list|_custom)?\(\{?"([a-z0-9-]+)"', f.read_text()))
         return registered
+
+    def packaged_image():
+        # The manifests run the image scripts/package.sh builds: `sluice:<project version>`, whose
+        # entrypoint is `sluice serve --listen 0.0.0.0:8080`, so their args are flags only.
+        version = re.search(r"project\(sluice VERSION ([0-9.]+)", (root / "CMakeLists.txt").read_text()).group(1)
+        want = f"sluice:{version}"
+        qdir = kdir / "queue"
+        workers = next(d for f in sorted(qdir.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())
+                       if d and d["kind"] == "Deployment")
+        for name, c in (("gateway", container()), ("workers", workers["spec"]["template"]["spec"]["containers"][0])):
+            if c["image"] != want:
+                return f"the {name} run {c['image']}, not the packaged {want}"
+            stray = [a for a in c.get("args", []) if not str(a).startswith("--")]
+            if stray:
+                return f"the args of the {name} {stray} are not flags: the entrypoint already says `serve`"
+            if any(p["containerPort"] != 8080 for p in c.get("ports", [])):
+                return f"the {name} must expose 8080, where the entrypoint listens"
+        images = {i["name"]: i for i in docs["Kustomization"].get("images", [])}
+        if images.get("sluice", {}).get("newTag") != version:
+            return f"kustomization.yaml must map the image sluice to tag {version}"
+        entry = re.search(r"--config\.entrypoint /usr/bin/sluice --config\.entrypoint serve \\\n\s*"
+                          r"--config\.entrypoint --listen --config\.entrypoint 0\.0\.0\.0:8080",
+                          (root / "packaging/oci.sh").read_text())
+        docker = '["/usr/bin/sluice", "serve", "--listen", "0.0.0.0:8080"]' in (root / "Dockerfile").read_text()
+        return None if entry and docker else "packaging/oci.sh and the Dockerfile must both say sluice serve --listen 0.0.0.0:8080"
 
     def queue_overlay():
         # deploy/kubernetes/queue: the base's gateway becomes the fronts, plus the workers.
@@ -405,6 +438,7 @@ if yaml is not None:
 
     if {"Deployment", "ConfigMap"} <= docs.keys():
         check("config keys and flags are registered options", options_exist)
+        check("the manifests run the packaged image", packaged_image)
         check("grace period covers preStop + drain", grace_covers_drain)
         check("config map is flat, secret-free, complete", config_is_flat_and_secret_free)
         check("probes: /healthz liveness, /readyz readiness", probes)
