@@ -12,6 +12,8 @@
 # MESSAGES=1 adds target `messages`: this build with the same upstream streams asked for through
 # the Anthropic Messages API (flood --path /v1/messages), so the translating relay's cost per chunk
 # reads against the plain relay's in the same run.
+# TRACE_RATIO=R gives this build (not the baseline) traces: a collector (bench/otlp_sink.py) and
+# --trace-endpoint at it with --trace-sample-ratio R (1: every stream's spans exported, 0: none).
 # Env: SLUICE (build/sluice, built when missing and NO_BUILD is not 1), SLUICE_BASELINE, REQUESTS
 # (20: the long flood's extra requests), PACED_TOKENS (50), PACED_DELAY (20ms), FAST_TOKENS (2000),
 # OUT (bench/out/per-chunk-<time>).
@@ -30,13 +32,22 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
   BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
 fi
 
+trace_flags=()
+if [ -n "${TRACE_RATIO:-}" ]; then
+  sink_port=$(bench_free_port)
+  bench_spawn "$OUT/otlp-sink.log" python3 bench/otlp_sink.py "$sink_port"
+  bench_wait_tcp "$sink_port" "$BENCH_LAST_PID" || bench_die "the OTLP sink did not start"
+  trace_flags=(--trace-endpoint "http://127.0.0.1:$sink_port" --trace-sample-ratio "$TRACE_RATIO")
+fi
+
 # instructions BIN SIM_PORT CONCURRENCY REQUESTS [FLOOD FLAGS] -> the program's total instructions for that flood
 instructions() {
-  local bin=$1 sim=$2 conc=$3 n=$4 extra=${5:-} port out
+  local bin=$1 sim=$2 conc=$3 n=$4 extra=${5:-} port out flags=()
+  [ "$bin" = "$BIN" ] && flags=("${trace_flags[@]}")
   port=$(bench_free_port)
   out="$BENCH_TMP/cg-$n-$RANDOM.out"
   bench_spawn "$OUT/cg-$n.log" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" serve \
-    --listen 127.0.0.1:"$port" --upstream http://127.0.0.1:"$sim" --threads 1 --log-level warn --drain-delay 0s
+    --listen 127.0.0.1:"$port" --upstream http://127.0.0.1:"$sim" --threads 1 --log-level warn --drain-delay 0s "${flags[@]}"
   local pid=$BENCH_LAST_PID
   bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start"
   # shellcheck disable=SC2086  # FLOOD_ARGS is a list of flags

@@ -14,6 +14,8 @@
 #                                              previous binary, alternated with the new one
 #   REPEAT=5 CONCURRENCY=1 bash bench/per_request.sh
 #
+# TRACE_RATIO=R gives this build (not the baseline) traces: a collector (bench/otlp_sink.py) and
+# --trace-endpoint at it with --trace-sample-ratio R (1: every request's spans exported, 0: none).
 # Env: SLUICE (build/sluice, built when missing and NO_BUILD is not 1), NGINX (/usr/sbin/nginx),
 # REPEAT (3), CONCURRENCY (8), REQUESTS (20000), THREADS (2: sluice threads, nginx workers),
 # OUT (bench/out/per-request-<time>), SLUICE_BASELINE (a previous binary, target `baseline`).
@@ -32,10 +34,17 @@ bench_raise_nofile >/dev/null
 BIN=$(bench_private_copy "$SLUICE" "$BENCH_TMP")
 
 sim_port=$(bench_free_port) sluice_port=$(bench_free_port) nginx_port=$(bench_free_port)
+trace_flags=()
+if [ -n "${TRACE_RATIO:-}" ]; then
+  sink_port=$(bench_free_port)
+  bench_spawn "$OUT/otlp-sink.log" python3 bench/otlp_sink.py "$sink_port"
+  bench_wait_tcp "$sink_port" "$BENCH_LAST_PID" || bench_die "the OTLP sink did not start"
+  trace_flags=(--trace-endpoint "http://127.0.0.1:$sink_port" --trace-sample-ratio "$TRACE_RATIO")
+fi
 bench_spawn "$OUT/sim.log" "$BIN" sim --listen 127.0.0.1:$sim_port --threads 2 --tokens 1
 bench_wait_tcp "$sim_port" "$BENCH_LAST_PID" || bench_die "sim did not start"
 bench_spawn "$OUT/sluice.log" "$BIN" serve --listen 127.0.0.1:$sluice_port --upstream http://127.0.0.1:$sim_port \
-  --threads "$THREADS" --max-streams 4000 --queue-depth 4000 --log-level warn
+  --threads "$THREADS" --max-streams 4000 --queue-depth 4000 --log-level warn "${trace_flags[@]}"
 sluice_pid=$BENCH_LAST_PID
 bench_wait_tcp "$sluice_port" "$sluice_pid" || bench_die "sluice did not start"
 targets="direct:$sim_port sluice:$sluice_port"

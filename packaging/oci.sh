@@ -10,12 +10,14 @@ revision=$3
 source_url=$4
 out=$5
 layout=$(mktemp -d)/sluice
+# The tag a container engine names the image by when it loads the archive (podman: localhost/sluice:V).
+ref="sluice:$version"
 trap 'rm -rf "$(dirname "$layout")"' EXIT
 
 umoci init --layout "$layout"
-umoci new --image "$layout:$version"
-umoci insert --image "$layout:$version" "$rootfs" /
-umoci config --image "$layout:$version" \
+umoci new --image "$layout:$ref"
+umoci insert --image "$layout:$ref" "$rootfs" /
+umoci config --image "$layout:$ref" \
   --os linux --architecture amd64 \
   --config.user 65532:65532 \
   --config.workingdir / \

@@ -16,7 +16,7 @@ pkgs=("${build_pkgs[@]}"
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   redis-server nginx-light prometheus curl procps python3 python3-yaml universal-ctags
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
-  dpkg-dev help2man umoci mmdebstrap
+  dpkg-dev help2man umoci mmdebstrap podman
 )
 build_only=false
 [ "${1:-}" = "--build" ] && build_only=true && pkgs=("${build_pkgs[@]}")

@@ -237,6 +237,12 @@ void gateway::build_services() {
   services_ = std::make_unique<proxy::services>(proxy::services{metrics_, *request_metrics_, *stream_metrics_,
                                                                 *upstream_metrics_, *admission_, *budget_, streams_,
                                                                 key_limits(), opts_.admission, drain_, secrets_});
+  services_->tracing = &opts_.trace;
+  if (opts_.trace.exporting()) {
+    obs::otlp_resource resource{opts_.trace.service_name, SLUICE_VERSION, obs::service_instance_id()};
+    spans_ = std::make_unique<obs::span_exporter>(opts_.trace, std::move(resource));
+    services_->spans = spans_.get();
+  }
 }
 
 void gateway::build_responses() {
@@ -381,6 +387,7 @@ result<void> gateway::register_metrics() {
        std::initializer_list<std::shared_ptr<const prometheus::Collectable>>{
            request_metrics_, stream_metrics_, upstream_metrics_, admission_metrics_, server_metrics_, jobs_metrics_})
     metrics_.add_collectable(c);
+  if (spans_) metrics_.add_collectable(spans_->metrics());
   if (mode_.pod_worker) {
     pod_metrics_ = std::make_shared<pod_metrics>(*pod_.pod);
     metrics_.add_collectable(pod_metrics_);

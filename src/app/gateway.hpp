@@ -172,6 +172,9 @@ class gateway {
   runtime::task_group redis_tasks_;
   proxy::drain_state drain_;
   proxy::secret_scrubber secrets_;  // the upstream keys, masked out of what upstreams say to clients
+  // trace-endpoint: the span exporter and its thread (before services_: every pipeline's finish
+  // offers to it, so it is destroyed after them, sending what they left).
+  std::unique_ptr<obs::span_exporter> spans_;
   std::unique_ptr<proxy::services> services_;
   std::unique_ptr<upstream::ssl::context> tls_;
   std::unique_ptr<proxy::shared_config> shared_;

@@ -20,6 +20,7 @@ void serve_options::register_options(config::option_table& t) {
   redis.register_options(t);
   jobs.register_options(t);
   log.register_options(t);
+  trace.register_options(t);
   t.add_duration("drain-delay", "on SIGTERM: keep serving with readiness failing for this long", drain_delay)
       .add_duration("drain-timeout", "then let running streams finish for at most this long", drain_timeout)
       .add("processes", "worker processes under a supervisor, all on the listen address (auto = one per core)",
@@ -48,6 +49,7 @@ result<void> serve_options::validate() const {
   if (auto r = admission.validate(); !r) return std::move(r).err();
   if (auto r = jobs.validate(); !r) return std::move(r).err();
   if (auto r = schema.validate(); !r) return std::move(r).err();
+  if (auto r = trace.validate(); !r) return std::move(r).err();
   if (redis.enabled()) {
     if (auto r = redis.resolve(); !r) return std::move(r).err();
   }

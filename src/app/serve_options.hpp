@@ -9,6 +9,7 @@
 #include "http/server_options.hpp"
 #include "jobs/options.hpp"
 #include "observability/log.hpp"
+#include "observability/span_exporter.hpp"
 #include "proxy/options.hpp"
 #include "proxy/structured_output.hpp"
 #include "redis/options.hpp"
@@ -31,6 +32,7 @@ struct serve_options {
   redis::options redis;  // --redis: limits shared by every replica (docs/scale-out.md)
   jobs::options jobs;    // background responses and their stored events (docs/queue.md)
   obs::log_options log;
+  obs::trace_options trace;  // traces: propagation, sampling, the OTLP exporter (docs/operations.md)
   duration drain_delay = std::chrono::seconds(5);     // SIGTERM: keep serving (readiness failing) this long
   duration drain_timeout = std::chrono::seconds(30);  // then let running streams finish for at most this long
   // Worker processes under a supervisor (docs/processes.md): "1" is one process and no supervisor,

@@ -213,6 +213,8 @@ std::string format_log_line(bool json, log_level level, std::string_view msg, st
 void log_stream_completed(const request_record& r) {
   if (!log_enabled(log_level::info)) return;
   const log_field fields[] = {{"request_id", r.request_id},
+                              {"trace_id", r.trace_id},
+                              {"span_id", r.span_id},
                               {"route", r.route},
                               {"model", r.model},
                               {"upstream", r.upstream},
@@ -233,6 +235,8 @@ void log_stream_completed(const request_record& r) {
 void log_request_completed(const request_record& r) {
   if (!log_enabled(log_level::info)) return;
   const log_field fields[] = {{"request_id", r.request_id},
+                              {"trace_id", r.trace_id},
+                              {"span_id", r.span_id},
                               {"route", r.route},
                               {"model", r.model},
                               {"upstream", r.upstream},
@@ -252,6 +256,8 @@ void log_request_completed(const request_record& r) {
 void log_request_refused(const request_record& r) {
   if (!log_enabled(log_level::info)) return;
   const log_field fields[] = {{"request_id", r.request_id},
+                              {"trace_id", r.trace_id},
+                              {"span_id", r.span_id},
                               {"route", r.route},
                               {"model", r.model},
                               {"status", r.status},

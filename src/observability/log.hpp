@@ -82,6 +82,8 @@ inline void log_error(std::string_view msg, std::initializer_list<log_field> fie
 // reason) should be the obs::to_string() names so logs and metrics join on them.
 struct request_record {
   std::string_view request_id;
+  std::string_view trace_id;  // W3C trace and the gateway's span of the request ("" when none)
+  std::string_view span_id;
   std::string_view route;
   std::string_view upstream;  // configured upstream name, "" if none was reached
   std::string_view outcome;

@@ -11,6 +11,9 @@
 
 namespace sluice::obs::detail {
 
+// `s` as a JSON string literal: control characters escaped, invalid UTF-8 written as U+FFFD.
+void append_json_quoted(std::string& out, std::string_view s);
+
 std::string render(bool json, std::chrono::system_clock::time_point t, std::string_view level, std::string_view msg,
                    std::span<const log_field> fields);
 

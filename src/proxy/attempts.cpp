@@ -81,6 +81,8 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
     const std::size_t idx = x.lease.index();
     const attempt_outcome outcome = co_await attempt(ctx, call, x);
     if (outcome.kind == attempt_kind::cancelled) co_return;
+    ctx.trace.attempt_ended(static_cast<int>(outcome.status),
+                            outcome.kind == attempt_kind::send_failed || outcome.kind == attempt_kind::body_failed);
     const attempt_verdict v = classify_attempt(outcome);
     const auto now = runtime::steady::now();
     if (v.health == upstream_health::succeeded) x.lease.succeeded();
@@ -190,6 +192,11 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   const std::size_t idx = x.lease.index();
   auto& u = x.lease.upstream();
   prepare_attempt(call, u, ctx.path, cfg_.router.settings().usage);
+  // Each attempt is a span of its own: its traceparent names it, so a retry is a sibling.
+  const auto& span = ctx.trace.attempt_began(u.spec.name, u.target.host, u.target.port);
+  call.req.set("traceparent", ctx.trace.traceparent_for(span));
+  if (ctx.trace.trace_state().empty()) call.req.erase("tracestate");
+  else call.req.set("tracestate", ctx.trace.trace_state());
 
   const auto now = runtime::steady::now();
   const auto left = std::chrono::duration_cast<duration>(ctx.start + cfg_.router.settings().request_timeout - now);

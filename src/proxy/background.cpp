@@ -137,7 +137,9 @@ task<void> pipeline::create_background(request_context& ctx, http::request& req)
                                                    "background"));
   const std::string id = new_response_id();
   std::string queued = queued_response_object(id, ctx.model, true, req.body());
-  jobs::new_response r{id, true, queued, job_headers(req), job_body(req.body()), ctx.tenant, {}, {}};
+  auto headers = job_headers(req);
+  ctx.trace.carry_into(headers);  // the job's run continues this request's trace
+  jobs::new_response r{id, true, queued, std::move(headers), job_body(req.body()), ctx.tenant, {}, {}};
   if (cfg_.svc.queue) {
     auto sealed = sealed_credential(req, id);
     if (!sealed) co_return co_await send_error(ctx, sealed.err());
@@ -451,6 +453,7 @@ task<void> pipeline::run_job_in(job_downstream& sink, std::shared_ptr<jobs::resp
   request_context ctx(sink, 11);
   ctx.job = true;
   ctx.request_id = std::move(request_id);
+  ctx.trace.begin(req, trace_ratio());
   ctx.bytes_in = req.body().size();
   if (auto bad = parse(ctx, req)) {
     // Checked when it was created: only a configuration change in between gets here.

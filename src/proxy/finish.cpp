@@ -5,6 +5,7 @@
 // logs "job completed" and is counted in sluice_jobs_total instead.
 #include "observability/log.hpp"
 #include "proxy/pipeline.hpp"
+#include "proxy/trace_spans.hpp"
 
 #include <cstdio>
 
@@ -16,10 +17,25 @@ std::string request_context::overhead_header() const {
   return buf;
 }
 
+double pipeline::trace_ratio() const noexcept {
+  return cfg_.svc.spans && cfg_.svc.tracing ? cfg_.svc.tracing->sample_ratio : 0.0;
+}
+
+void pipeline::export_trace(const request_context& ctx, runtime::steady::time_point end) noexcept {
+  auto* exporter = cfg_.svc.spans;
+  if (!exporter || !ctx.trace.trace().valid()) return;
+  if (!ctx.trace.sampled() && !(cfg_.svc.tracing->sample_errors && trace_failed(ctx))) return;
+  try {
+    exporter->offer(trace_spans(ctx, end));
+  } catch (const std::bad_alloc&) {  // no memory for the spans: the trace loses them, not the request
+  }
+}
+
 void pipeline::finish(request_context& ctx) noexcept {
   const request_end& end = ctx.end;
   auto& m = cfg_.svc.requests;
-  const double total_s = std::chrono::duration<double>(runtime::steady::now() - ctx.start).count();
+  const auto ended = runtime::steady::now();
+  const double total_s = std::chrono::duration<double>(ended - ctx.start).count();
   // A background job's run is not a client's request (its create and reads are): it is counted in
   // sluice_jobs_total, and logged as "job completed".
   if (!ctx.job) {
@@ -31,9 +47,17 @@ void pipeline::finish(request_context& ctx) noexcept {
   if (end.tokens_out) m.tokens_total(obs::direction::completion).Increment(static_cast<double>(end.tokens_out));
   if (end.tokens_in) m.tokens_total(obs::direction::prompt).Increment(static_cast<double>(end.tokens_in));
   if (ctx.route == obs::route::healthz || ctx.route == obs::route::readyz || ctx.route == obs::route::metrics) return;
+  export_trace(ctx, ended);
 
   obs::request_record rec;
   rec.request_id = ctx.request_id;
+  char trace_hex[32], span_hex[16];
+  if (ctx.trace.trace().valid()) {
+    ctx.trace.trace().write_hex(trace_hex);
+    ctx.trace.span().write_hex(span_hex);
+    rec.trace_id = std::string_view(trace_hex, sizeof trace_hex);
+    rec.span_id = std::string_view(span_hex, sizeof span_hex);
+  }
   rec.route = obs::to_string(ctx.route);
   rec.upstream = end.upstream;
   rec.outcome = obs::to_string(end.outcome);

@@ -161,6 +161,7 @@ task<bool> pipeline::handle(http::request req, http::connection& conn) {
   request_context ctx(conn, req.version());
   ctx.socket = &conn;
   ctx.request_id = request_id_of(req);
+  ctx.trace.begin(req, trace_ratio());
   ctx.bytes_in = req.body().size();
   ctx.keep_alive = keep_alive(req);
   if (is_messages_request(req)) co_await serve_messages(ctx, req);
@@ -192,6 +193,7 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
   // other, on the connection's last response.
   request_context ctx(conn, 11);
   ctx.request_id = request_id_or_new(conn.failed_request_id());
+  ctx.trace.begin(http::request{}, trace_ratio());
   const auto why = reject_reason_of_read(e, conn.failed_refusal());
   co_await refuse(ctx, e, why);
   ctx.end.outcome = obs::outcome::client_error;  // the client's request was broken, not refused
@@ -357,6 +359,7 @@ task<bool> pipeline::authenticate(request_context& ctx, const http::request& req
   const double took_s = seconds_since(start);
   cfg_.svc.requests.overhead_seconds(obs::stage::ratelimit).observe(took_s);
   ctx.overhead_seconds += took_s;
+  ctx.trace.admission(start, runtime::steady::now());
   if (auto* refusal = std::get_if<admission::rate_refusal>(&*got)) {
     bhttp::fields extra;
     extra.set(bhttp::field::retry_after, std::to_string(refusal->retry_after.count()));
@@ -390,6 +393,7 @@ task<bool> pipeline::admit(request_context& ctx, admission_ticket& t) {
   const double took_s = seconds_since(start);
   svc.requests.overhead_seconds(obs::stage::queue).observe(took_s);
   ctx.overhead_seconds += took_s;
+  ctx.trace.queue_wait(start, runtime::steady::now());
   if (auto* p = std::get_if<admission::permit>(&got)) {
     t.slot = std::move(*p);
     co_return true;

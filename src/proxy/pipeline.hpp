@@ -91,6 +91,10 @@ class pipeline final : public http::request_handler, public job_runner {
   task<void> forward(request_context& ctx, http::request& req, bool key_counts_tokens);
   // The one place a request is logged and counted (finish.cpp).
   void finish(request_context& ctx) noexcept;
+  // Its spans to the exporter, when it was sampled or failed (finish.cpp; trace_spans.hpp).
+  void export_trace(const request_context& ctx, runtime::steady::time_point end) noexcept;
+  // The share of the traces this gateway starts that are sampled (0 without an exporter).
+  double trace_ratio() const noexcept;
 
   // --- the attempt loop (attempts.cpp) ---
   task<void> run_attempts(request_context& ctx, upstream_call& call, exchange& x);

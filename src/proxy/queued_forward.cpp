@@ -71,6 +71,7 @@ task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
   // The worker answers under this request's id.
   std::erase_if(headers, [](const auto& h) { return boost::beast::iequals(h.first, "x-request-id"); });
   headers.emplace_back("x-request-id", ctx.request_id);
+  ctx.trace.carry_into(headers);  // the worker's spans join this request's trace
   jobs::new_response r{id,      false, "{}", std::move(headers), std::string(req.body()), ctx.tenant,
                        wire_target(req.method(), ctx.path), {}};
   auto sealed = sealed_credential(req, id);

@@ -112,6 +112,10 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     ending_ = error::make(errc::upstream_protocol, "upstream sent a malformed stream event (not JSON)");
     return false;
   }
+  if (identity_) {
+    identity_->identify(ev.data);
+    identity_ = nullptr;
+  }
   if (check_) {  // structured outputs: the check reads the values, so this event is parsed too
     unsigned char stack[4096];
     json::monotonic_resource mr(stack, sizeof stack);

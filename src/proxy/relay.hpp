@@ -16,6 +16,7 @@
 #include "proxy/cancel.hpp"
 #include "proxy/options.hpp"
 #include "proxy/relay_events.hpp"
+#include "proxy/request_trace.hpp"
 #include "proxy/services.hpp"
 #include "proxy/stream_buffer.hpp"
 #include "proxy/structured_output.hpp"
@@ -59,6 +60,8 @@ class sse_relay : public runtime::watchdog::item {
   // Structured outputs (structured_output.hpp): each event's parsed object goes to `check`, which
   // may end the stream in-band (reject) or add its sluice.schema event before the end (annotate).
   void set_output_check(stream_check* check) noexcept { check_ = check; }
+  // Traces: the upstream's response id and model go to `t` from the first event (request_trace::identify).
+  void identify_into(request_trace& t) noexcept { identity_ = &t; }
   // The Responses API ends a stream with response.completed (or .incomplete) and no [DONE].
   void end_on_response_completed() noexcept { events_.end_on_response_completed(); }
   // sluice asked the upstream for `stream_options.include_usage` although the client did not: read
@@ -121,6 +124,7 @@ class sse_relay : public runtime::watchdog::item {
   relay_result res_;
   relay_events events_;                      // the events' bookkeeping (relay_events.hpp)
   stream_check* check_ = nullptr;            // structured outputs; null when not checked
+  request_trace* identity_ = nullptr;        // traces: takes the first event's id and model, then null
   bool verdict_sent_ = false;
   std::string redacted_event_;  // what the next write sends instead of an error event that quoted a key
   runtime::steady::time_point deadline_ = runtime::steady::time_point::max();

@@ -13,6 +13,7 @@
 #include "http/connection.hpp"
 #include "observability/metrics.hpp"
 #include "proxy/cancel.hpp"
+#include "proxy/request_trace.hpp"
 #include "proxy/request_validation.hpp"
 #include "proxy/structured_output.hpp"
 #include "runtime/watchdog.hpp"
@@ -85,6 +86,7 @@ struct request_context {
   double overhead_seconds = 0;  // time spent in sluice itself before the upstream answered
   request_cancel cancel;
   request_end end;
+  request_trace trace;  // its part of a distributed trace (request_trace.hpp)
 
   // The model the router picks upstreams for: the body's, or the one GET /v1/models/{model} names
   // ("" for the model list: every upstream serves it).

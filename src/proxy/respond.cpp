@@ -112,6 +112,7 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   end.attempts = x.attempts;
   if (x.lease) end.upstream = x.lease.upstream().spec.name;
   if (status / 100 == 2) {
+    if (cfg_.svc.spans && ctx.trace.sampled()) ctx.trace.identify(body);
     if (auto used = usage_of(body)) {
       end.tokens_in = used->in;
       end.tokens_out = used->out;
@@ -193,6 +194,7 @@ task<void> pipeline::relay_stream(request_context& ctx, exchange& x, bool usage_
   if (watchdog_) relay.watch(*watchdog_);
   relay.set_deadline(ctx.start + cfg_.router.settings().request_timeout);
   if (usage_injected) relay.strip_usage_chunk();
+  if (cfg_.svc.spans && ctx.trace.sampled()) relay.identify_into(ctx.trace);
   std::unique_ptr<stream_check> output_check;  // structured outputs, fed by the relay's own parse
   if (ctx.contract && ctx.contract->checks_streams()) {
     output_check = std::make_unique<stream_check>(*ctx.contract);

@@ -21,6 +21,7 @@
 #include "jobs/redis_queue.hpp"
 #include "jobs/response_store.hpp"
 #include "observability/metrics.hpp"
+#include "observability/span_exporter.hpp"
 #include "proxy/request_metrics.hpp"
 #include "proxy/secret_scrubber.hpp"
 #include "proxy/stream_metrics.hpp"
@@ -83,6 +84,10 @@ struct services {
   // A worker process of a pod with the in-process store: GET, cancel and resume of a response
   // another worker holds go to that worker. Null: every response is this process's.
   const response_handover* handover = nullptr;
+  // Traces (docs/operations.md, "Traces"): the sampling settings and the exporter. Null exporter:
+  // no span is built; a traceparent still goes upstream (and with queued jobs), unsampled.
+  const obs::trace_options* tracing = nullptr;
+  obs::span_exporter* spans = nullptr;
 };
 
 }  // namespace sluice::proxy

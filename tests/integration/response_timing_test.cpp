@@ -54,7 +54,7 @@ std::string content_event(const std::string& text) {
          text + R"("},"finish_reason":null}]})" + "\n\n";
 }
 
-const std::string kHead =
+const std::string kTimingHead =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
 
 // A one-connection-at-a-time upstream: reads a request (head and Content-Length body), then
@@ -163,7 +163,7 @@ bool has(const std::string& s, std::string_view what) { return s.find(what) != s
 TEST(ResponseTiming, HeadIsNotHeldBehindAnIncompleteEvent) {
   const std::string event = content_event("held?");
   const std::size_t cut = event.size() / 2;
-  scripted_upstream up({{0ms, kHead + chunk(event.substr(0, cut))},
+  scripted_upstream up({{0ms, kTimingHead + chunk(event.substr(0, cut))},
                         {kPause, chunk(event.substr(cut)) + chunk("data: [DONE]\n\n") + "0\r\n\r\n"}});
   gateway_box g(options_for(up.url()));
   test::client_socket c(g.port);
@@ -183,7 +183,7 @@ TEST(ResponseTiming, HeadIsNotHeldBehindAnIncompleteEvent) {
 // Two events come with the head, the end after a pause: head and both events reach the client at
 // once (they are written together, not kept for the next read).
 TEST(ResponseTiming, EventsThatCameWithTheHeadGoOutAtOnce) {
-  scripted_upstream up({{0ms, kHead + chunk(content_event("first") + content_event("second"))},
+  scripted_upstream up({{0ms, kTimingHead + chunk(content_event("first") + content_event("second"))},
                         {kPause, chunk("data: [DONE]\n\n") + "0\r\n\r\n"}});
   gateway_box g(options_for(up.url()));
   test::client_socket c(g.port);

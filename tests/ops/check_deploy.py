@@ -332,8 +332,15 @@ if yaml is not None:
         entry = re.search(r"--config\.entrypoint /usr/bin/sluice --config\.entrypoint serve \\\n\s*"
                           r"--config\.entrypoint --listen --config\.entrypoint 0\.0\.0\.0:8080",
                           (root / "packaging/oci.sh").read_text())
-        docker = '["/usr/bin/sluice", "serve", "--listen", "0.0.0.0:8080"]' in (root / "Dockerfile").read_text()
-        return None if entry and docker else "packaging/oci.sh and the Dockerfile must both say sluice serve --listen 0.0.0.0:8080"
+        dockerfile, oci = (root / "Dockerfile").read_text(), (root / "packaging/oci.sh").read_text()
+        docker = '["/usr/bin/sluice", "serve", "--listen", "0.0.0.0:8080"]' in dockerfile
+        if not (entry and docker):
+            return "packaging/oci.sh and the Dockerfile must both say sluice serve --listen 0.0.0.0:8080"
+        if "USER 65532:65532" not in dockerfile or "--config.user 65532:65532" not in oci:
+            return "packaging/oci.sh and the Dockerfile must both run as 65532:65532"
+        if "EXPOSE 8080/tcp" not in dockerfile or "--config.exposedports 8080/tcp" not in oci:
+            return "packaging/oci.sh and the Dockerfile must both expose 8080/tcp"
+        return None
 
     def queue_overlay():
         # deploy/kubernetes/queue: the base's gateway becomes the fronts, plus the workers.

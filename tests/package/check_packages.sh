@@ -118,7 +118,7 @@ image_checks() {
   fi
   pass "image: unpacks with umoci"
   local rootfs=$work/bundle/rootfs
-  check "image: tagged with the version" test "$tag" = "$version"
+  check "image: tagged sluice:<version>" test "$tag" = "sluice:$version"
   check "image: no shell and no package manager" sh -c \
     "! ls '$rootfs'/bin/sh '$rootfs'/usr/bin/sh '$rootfs'/bin/bash '$rootfs'/usr/bin/dpkg '$rootfs'/usr/bin/apt 2>/dev/null | grep -q ."
   check "image: compressed size under 40 MB" sh -c "[ \$(stat -c %s '$image') -lt 40000000 ] || { du -h '$image'; exit 1; }"
@@ -155,6 +155,30 @@ PY
   local port
   port=$(port_of "$work/image-serve.log") || { fail "image: the entrypoint starts" "$(cat "$work/image-serve.log")"; return; }
   check "image: a stream through the image's gateway" stream_through "$port"
+  podman_checks
+}
+
+# A real container engine, where this machine lets one run: the archive loads into podman, and a
+# container of it answers `--version`. Where podman cannot start a container here, the reason is
+# printed (this sandbox refuses setrlimit, which crun calls for every container).
+podman_checks() {
+  if ! command -v podman >/dev/null; then
+    echo "SKIP podman: not installed"
+    return
+  fi
+  local loaded
+  if ! loaded=$(podman load -q -i "$image" 2>&1); then
+    fail "image: loads into podman" "$loaded"
+    return
+  fi
+  check "image: loads into podman as localhost/sluice:$version" sh -c "echo '$loaded' | grep -q 'localhost/sluice:$version'"
+  local out
+  if out=$(podman run --rm --network host --entrypoint /usr/bin/sluice "localhost/sluice:$version" --version 2>&1); then
+    check "image: podman runs it" test "$out" = "sluice $version"
+  else
+    echo "SKIP image: podman cannot start a container on this machine: $(tail -n1 <<<"$out")"
+  fi
+  podman rmi -f "localhost/sluice:$version" >/dev/null 2>&1
 }
 
 if [ "$(id -u)" -ne 0 ]; then
