@@ -136,3 +136,16 @@ bench_nginx_conf() {
       -e "s|@PORT@|$port|g" -e "s|@SIMPORT@|$simport|g" -e "s|@REUSEPORT@|$reuse|g" \
       -e "s|@KEY@|sk-bench-not-a-real-key|g" bench/nginx.conf.template >"$dir/nginx.conf"
 }
+
+# TRACE_RATIO=R: a collector for traces (bench/otlp_sink.py, logging to OUT_DIR/otlp-sink.log) and
+# the flags that send this build's spans to it, sampled at R, in the array trace_flags (empty
+# without TRACE_RATIO). Usage: bench_trace_flags OUT_DIR
+bench_trace_flags() {
+  trace_flags=()
+  [ -n "${TRACE_RATIO:-}" ] || return 0
+  local port
+  port=$(bench_free_port)
+  bench_spawn "$1/otlp-sink.log" python3 bench/otlp_sink.py "$port"
+  bench_wait_tcp "$port" "$BENCH_LAST_PID" || bench_die "the OTLP sink did not start"
+  trace_flags=(--trace-endpoint "http://127.0.0.1:$port" --trace-sample-ratio "$TRACE_RATIO")
+}

@@ -32,13 +32,7 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
   BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
 fi
 
-trace_flags=()
-if [ -n "${TRACE_RATIO:-}" ]; then
-  sink_port=$(bench_free_port)
-  bench_spawn "$OUT/otlp-sink.log" python3 bench/otlp_sink.py "$sink_port"
-  bench_wait_tcp "$sink_port" "$BENCH_LAST_PID" || bench_die "the OTLP sink did not start"
-  trace_flags=(--trace-endpoint "http://127.0.0.1:$sink_port" --trace-sample-ratio "$TRACE_RATIO")
-fi
+bench_trace_flags "$OUT"
 
 # instructions BIN SIM_PORT CONCURRENCY REQUESTS [FLOOD FLAGS] -> the program's total instructions for that flood
 instructions() {

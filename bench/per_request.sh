@@ -34,13 +34,7 @@ bench_raise_nofile >/dev/null
 BIN=$(bench_private_copy "$SLUICE" "$BENCH_TMP")
 
 sim_port=$(bench_free_port) sluice_port=$(bench_free_port) nginx_port=$(bench_free_port)
-trace_flags=()
-if [ -n "${TRACE_RATIO:-}" ]; then
-  sink_port=$(bench_free_port)
-  bench_spawn "$OUT/otlp-sink.log" python3 bench/otlp_sink.py "$sink_port"
-  bench_wait_tcp "$sink_port" "$BENCH_LAST_PID" || bench_die "the OTLP sink did not start"
-  trace_flags=(--trace-endpoint "http://127.0.0.1:$sink_port" --trace-sample-ratio "$TRACE_RATIO")
-fi
+bench_trace_flags "$OUT"
 bench_spawn "$OUT/sim.log" "$BIN" sim --listen 127.0.0.1:$sim_port --threads 2 --tokens 1
 bench_wait_tcp "$sim_port" "$BENCH_LAST_PID" || bench_die "sim did not start"
 bench_spawn "$OUT/sluice.log" "$BIN" serve --listen 127.0.0.1:$sluice_port --upstream http://127.0.0.1:$sim_port \

@@ -15,7 +15,13 @@ image=$root_dir/dist/sluice-${version}-oci.tar
 work=$(mktemp -d /tmp/sluice-package-test.XXXXXX)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do { kill -9 "$p" && wait "$p"; } 2>/dev/null; done
+  # The processes run as another user, so unshare's --kill-child (a parent-death signal, which a
+  # change of credentials clears) does not reach them: each is the first process of a PID
+  # namespace of its own, and killing it ends everything in that namespace.
+  for p in "${pids[@]}"; do
+    pkill -9 -P "$p" 2>/dev/null
+    { kill -9 "$p" && wait "$p"; } 2>/dev/null
+  done
   if [ -n "${SLUICE_PACKAGE_TEST_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -26,13 +32,13 @@ pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/    /' <<<"$2" | tail -n 30; failed=$((failed + 1)); }
 check() { local name=$1; shift; if out=$("$@" 2>&1); then pass "$name"; else fail "$name" "$out"; fi; }
 
-# Runs a command inside ROOT as USER (uid:gid or a name), with /proc and /dev mounted in a mount
-# namespace of its own; its output goes to LOG. Nothing of ROOT's is needed to run it (the image has
+# Runs a command inside ROOT as USER (uid:gid or a name), in PID and mount namespaces of its own
+# (/proc and /dev mounted there); its output goes to LOG. Nothing of ROOT's is needed to run it (the image has
 # no shell): the mounts are made from the host's side.
 start_in_root() {
   local root=$1 user=$2 log=$3
   shift 3
-  unshare --mount --fork --kill-child sh -c '
+  unshare --pid --mount --fork --kill-child sh -c '
     root=$1; user=$2; shift 2
     mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" || exit 97
     exec chroot --userspec="$user" "$root" "$@"' sh "$root" "$user" "$@" >"$log" 2>&1 &

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <sstream>
+#include "../config/uncommented.hpp"
 
 using namespace sluice;
 
@@ -14,23 +14,6 @@ namespace {
 
 std::string serve_config_text(config::option_table& table) {
   return config::commented_yaml(table, "packaged config");
-}
-
-std::string uncomment_options(const std::string& text, const config::option_table& table, std::size_t& count) {
-  std::istringstream in(text);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    if (line.rfind("# ", 0) != 0) continue;
-    auto body = line.substr(2);
-    auto colon = body.find(": ");
-    if (colon == std::string::npos) continue;
-    for (const auto& s : table.specs())
-      if (!s.set_node && s.name == body.substr(0, colon)) {
-        out += body + "\n";
-        ++count;
-      }
-  }
-  return out;
 }
 
 }  // namespace
@@ -56,7 +39,7 @@ TEST(PackagedConfig, EveryLineUncommentedIsAValidConfigOfTheDefaults) {
   config::option_table fresh;
   opts.register_options(fresh);
   std::size_t count = 0;
-  auto yaml = uncomment_options(text, fresh, count);
+  auto yaml = test::uncommented_options(text, fresh, &count);
   std::size_t scalar_specs = 0;
   for (const auto& s : fresh.specs()) scalar_specs += s.set_node ? 0 : 1;
   EXPECT_EQ(count, scalar_specs);

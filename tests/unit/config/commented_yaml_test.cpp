@@ -3,27 +3,12 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <sstream>
+#include "uncommented.hpp"
 
 using namespace sluice;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Every `# name: value` line of a known scalar or list option, with its "# " taken off.
-std::string uncommented(const std::string& text, const config::option_table& table) {
-  std::istringstream in(text);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    if (line.rfind("# ", 0) != 0) continue;
-    auto body = line.substr(2);
-    auto colon = body.find(": ");
-    if (colon == std::string::npos) continue;
-    for (const auto& s : table.specs())
-      if (!s.set_node && s.name == body.substr(0, colon)) out += body + "\n";
-  }
-  return out;
-}
 
 struct sample {
   std::string listen = "127.0.0.1:8080";
@@ -78,7 +63,7 @@ TEST(CommentedYaml, UncommentedItReadsBackAsTheDefaults) {
   changed.stream = false;
   changed.upstreams = {"http://c"};
   auto table = changed.table();
-  auto yaml = uncommented(text, table);
+  auto yaml = test::uncommented_options(text, table);
   ASSERT_EQ(std::count(yaml.begin(), yaml.end(), '\n'), 8) << yaml;
   ASSERT_TRUE(table.apply_yaml_text(yaml, "test")) << yaml;
   EXPECT_EQ(changed.listen, defaults.listen);
