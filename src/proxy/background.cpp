@@ -394,7 +394,8 @@ task<void> pipeline::follow_queued(request_context& ctx, std::string id, std::in
       // Its keys vanished under a live follow (Redis restarted without its data, evicted them, or
       // someone deleted them): said in-band, counted and logged.
       if (cfg_.svc.jobs) cfg_.svc.jobs->vanished(jobs::metrics::vanished_kind::response);
-      obs::log_warn("response missing from redis under its follower", {{"request_id", ctx.request_id}, {"response", id}});
+      obs::log_warn("response missing from redis under its follower",
+                    {{"request_id", ctx.request_id}, {"trace_id", ctx.trace.trace().hex()}, {"response", id}});
       const auto e = error::make(errc::internal, "The response was lost by the store (Redis lost its data); retry the request.");
       co_await end_in_band(*ctx.conn, e, true, cur.last + 1);
       ctx.end.outcome = obs::outcome::internal;

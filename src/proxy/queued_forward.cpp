@@ -239,7 +239,8 @@ task<std::optional<jobs::event_batch>> queued_relay::read() {
   }
   if (m_) m_->redis_error(jobs::metrics::redis_op::read);
   if (!outage_.failed(runtime::steady::now()).give_up) co_return jobs::event_batch{};
-  obs::log_warn("foreground job: redis unavailable, ending the answer", {{"request_id", ctx_.request_id}, {"job", id_}});
+  obs::log_warn("foreground job: redis unavailable, ending the answer",
+                {{"request_id", ctx_.request_id}, {"trace_id", ctx_.trace.trace().hex()}, {"job", id_}});
   (void)co_await cancel_job();
   count(jobs::metrics::foreground_outcome::unavailable);
   co_await end_with(queue_unavailable_error(), "queue_unavailable");
@@ -323,12 +324,14 @@ task<void> queued_relay::fail() {
   const error e = found ? failure_of(found->object) : error::make(errc::internal, "The job running this request ended without an answer.");
   const bool lost = e.api_code == "worker_lost";
   count(lost ? jobs::metrics::foreground_outcome::lost : jobs::metrics::foreground_outcome::failed);
-  if (lost) obs::log_warn("foreground job's worker lost", {{"request_id", ctx_.request_id}, {"job", id_}});
+  if (lost) obs::log_warn("foreground job's worker lost",
+                {{"request_id", ctx_.request_id}, {"trace_id", ctx_.trace.trace().hex()}, {"job", id_}});
   co_await end_with(e, lost ? std::string_view("worker_lost") : std::string_view("job_failed"));
 }
 
 task<void> queued_relay::lost() {
-  obs::log_warn("foreground job lost by redis", {{"request_id", ctx_.request_id}, {"job", id_}});
+  obs::log_warn("foreground job lost by redis",
+                {{"request_id", ctx_.request_id}, {"trace_id", ctx_.trace.trace().hex()}, {"job", id_}});
   if (m_) m_->vanished(jobs::metrics::vanished_kind::job);
   count(jobs::metrics::foreground_outcome::lost);
   co_await end_with(error::make(errc::internal, "The queue lost this request's job (Redis lost its data); retry the request."),
