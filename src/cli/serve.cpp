@@ -103,27 +103,32 @@ void ignore_hangups(net::signal_set& hup) {
   });
 }
 
+// The signals one process handles, caught from before it starts serving (and so before it tells a
+// service manager READY=1): a SIGTERM or SIGHUP that arrives early waits in the sets.
+struct process_signals {
+  net::io_context ctx{1};
+  net::signal_set stop{ctx, SIGINT, SIGTERM};
+  net::signal_set hup{ctx, SIGHUP};
+};
+
 // SIGTERM or SIGINT: drain (readiness fails, serve on for drain-delay, stop accepting, let streams
 // finish for up to drain-timeout, end the rest in-band). A second signal stops at once.
-void drain_on_signal(app::gateway& gw) {
-  net::io_context signals_ctx(1);
-  net::signal_set signals(signals_ctx, SIGINT, SIGTERM);
-  net::signal_set hup(signals_ctx, SIGHUP);
-  ignore_hangups(hup);
-  signals.async_wait([&signals_ctx](const error_code&, int) { signals_ctx.stop(); });
-  signals_ctx.run();
-  signals_ctx.restart();
+void drain_on_signal(app::gateway& gw, process_signals& sig) {
+  ignore_hangups(sig.hup);
+  sig.stop.async_wait([&sig](const error_code&, int) { sig.ctx.stop(); });
+  sig.ctx.run();
+  sig.ctx.restart();
   runtime::notify_service("STOPPING=1");
-  signals.async_wait([](const error_code& ec, int) {
+  sig.stop.async_wait([](const error_code& ec, int) {
     if (!ec) {
       obs::log_warn("second signal: stopping now");
       std::_Exit(0);
     }
   });
-  std::thread second([&signals_ctx] { signals_ctx.run(); });
+  std::thread second([&sig] { sig.ctx.run(); });
   gw.drain();
-  signals.cancel();
-  hup.cancel();
+  sig.stop.cancel();
+  sig.hup.cancel();
   second.join();
 }
 
@@ -142,6 +147,7 @@ int run_serve(serve_state& st) {
   if (st.print_config) return print_config(st);
   if (int code = prepare(st); code != 0) return code;
   if (app::deployment::of(st.opts).supervised()) return run_supervisor(st);
+  process_signals signals;
   const char* key = std::getenv(st.opts.upstream.key_env.c_str());
   auto owned = app::gateway::make(st.opts, key ? key : "");
   if (!owned) {
@@ -155,7 +161,7 @@ int run_serve(serve_state& st) {
     return 1;
   }
   announce(gw, *ep, st.opts);
-  drain_on_signal(gw);  // exit 0 after the drain
+  drain_on_signal(gw, signals);  // exit 0 after the drain
   obs::log_info("sluice serve stopped");
   return 0;
 }

@@ -97,41 +97,39 @@ void append_value(std::string& out, bool json, const log_field::value_type& v) {
       v);
 }
 
+
+// An ASCII byte that needs escaping, as JSON writes it.
+void append_ascii_escaped(std::string& out, unsigned char c) {
+  switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default: fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);  // other control characters, DEL
+  }
+}
+
+// Printable ASCII other than the quote and the backslash: written as it is.
+bool plain_byte(unsigned char c) noexcept { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; }
+
 }  // namespace
 
 // A JSON string literal. Control characters are escaped (no value can break the one-line-per-record
 // rule) and invalid UTF-8 becomes U+FFFD (a request id is raw header bytes; JSON must be UTF-8).
+// Runs of plain bytes, nearly every string, are appended whole.
 void append_json_quoted(std::string& out, std::string_view s) {
   out += '"';
   for (std::size_t i = 0; i < s.size();) {
+    std::size_t plain = i;
+    while (plain < s.size() && plain_byte(static_cast<unsigned char>(s[plain]))) ++plain;
+    out.append(s.data() + i, plain - i);
+    if ((i = plain) == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20 || c == 0x7F)
-            fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-          else
-            out += static_cast<char>(c);
-      }
+      append_ascii_escaped(out, c);
       ++i;
-      continue;
-    }
-    if (const std::size_t n = utf8_length(s, i); n != 0) {
+    } else if (const std::size_t n = utf8_length(s, i); n != 0) {
       out.append(s.substr(i, n));
       i += n;
     } else {
@@ -141,7 +139,6 @@ void append_json_quoted(std::string& out, std::string_view s) {
   }
   out += '"';
 }
-
 
 std::string render(bool json, std::chrono::system_clock::time_point t, std::string_view level, std::string_view msg,
                    std::span<const log_field> fields) {

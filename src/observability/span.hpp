@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace sluice::obs {
 enum class span_kind : std::uint8_t { internal = 1, server = 2, client = 3 };  // OTLP's numbers
 
 struct span_attribute {
-  std::string key;  // a semantic-conventions name (gen_ai.request.model, ...): never user input
+  std::string_view key;  // a semantic-conventions name (gen_ai.request.model, ...): a literal, never user input
   std::variant<std::string, std::int64_t, double, bool> value;
 };
 

@@ -28,10 +28,18 @@ obs::span_record child(const request_context& ctx, std::string name, obs::span_k
   return s;
 }
 
-void add(obs::span_record& s, std::string key, std::string_view v) {
-  if (!v.empty()) s.attributes.push_back({std::move(key), std::string(v)});
+// Built in place (GCC 12 sees an uninitialized variant in a braced temporary that it then moves).
+void add(obs::span_record& s, std::string_view key, std::string_view v) {
+  if (v.empty()) return;
+  auto& a = s.attributes.emplace_back();
+  a.key = key;
+  a.value.emplace<std::string>(v);
 }
-void add(obs::span_record& s, std::string key, std::int64_t v) { s.attributes.push_back({std::move(key), v}); }
+void add(obs::span_record& s, std::string_view key, std::int64_t v) {
+  auto& a = s.attributes.emplace_back();
+  a.key = key;
+  a.value.emplace<std::int64_t>(v);
+}
 
 void add_gen_ai_request(obs::span_record& s, const request_context& ctx) {
   add(s, "gen_ai.operation.name", gen_ai_operation(ctx.which));
@@ -41,6 +49,7 @@ void add_gen_ai_request(obs::span_record& s, const request_context& ctx) {
 obs::span_record server_span(const request_context& ctx, steady_point end) {
   const auto& e = ctx.end;
   obs::span_record s = child(ctx, {}, obs::span_kind::server, ctx.start, end);
+  s.attributes.reserve(16);
   s.id = ctx.trace.span();
   s.parent = ctx.trace.parent();
   const std::string route = http_route(ctx);
@@ -73,6 +82,7 @@ obs::span_record attempt_span(const request_context& ctx, const request_trace::a
   const std::string op(gen_ai_operation(ctx.which));
   obs::span_record s = child(ctx, ctx.model.empty() ? op : op + " " + ctx.model, obs::span_kind::client, a.start, to);
   s.id = a.id;
+  s.attributes.reserve(10);
   add_gen_ai_request(s, ctx);
   add(s, "server.address", a.host);
   if (a.port) add(s, "server.port", std::int64_t{a.port});
