@@ -108,10 +108,11 @@ fi
 
 if [ "$CALLGRIND" = 1 ] && command -v valgrind >/dev/null; then
   run_cg() {  # REQUESTS [BINARY] -> prints total Ir
-    local port bin=${2:-$BIN}; port=$(bench_free_port)
+    local port bin=${2:-$BIN} flags=(); port=$(bench_free_port)
+    [ "$bin" = "$BIN" ] && flags=("${trace_flags[@]}")
     bench_spawn "$OUT/cg-$1.log" valgrind --tool=callgrind --callgrind-out-file="$BENCH_TMP/cg-$1.out" "$bin" serve \
       --listen 127.0.0.1:$port --upstream http://127.0.0.1:$sim_port --threads 1 --max-streams 4000 --queue-depth 4000 \
-      --log-level warn
+      --log-level warn "${flags[@]}"
     local pid=$BENCH_LAST_PID
     bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start"
     flood "$port" "$1" "$OUT/cg-$1.json"

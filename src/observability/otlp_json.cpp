@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <iterator>
 
@@ -9,6 +10,22 @@
 
 namespace sluice::obs {
 namespace {
+
+// An integer in decimal, straight into the output (no formatting library on the per-span path).
+template <class Int>
+void append_int(std::string& out, Int v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// An id's hex digits, written in place.
+template <class Id>
+void append_hex(std::string& out, const Id& id) {
+  const std::size_t at = out.size();
+  out.resize(at + id.bytes.size() * 2);
+  id.write_hex(out.data() + at);
+}
 
 void append_attribute_value(std::string& out, const span_attribute& a) {
   std::visit(
@@ -21,7 +38,9 @@ void append_attribute_value(std::string& out, const span_attribute& a) {
         } else if constexpr (std::is_same_v<T, bool>) {
           out += v ? "{\"boolValue\":true}" : "{\"boolValue\":false}";
         } else if constexpr (std::is_same_v<T, std::int64_t>) {
-          fmt::format_to(std::back_inserter(out), "{{\"intValue\":\"{}\"}}", v);
+          out += "{\"intValue\":\"";
+          append_int(out, v);
+          out += "\"}";
         } else if (std::isfinite(v)) {
           fmt::format_to(std::back_inserter(out), "{{\"doubleValue\":{}}}", v);
         } else {
@@ -46,13 +65,13 @@ void append_attributes(std::string& out, const std::vector<span_attribute>& attr
 
 void append_span(std::string& out, const span_record& s) {
   out += "{\"traceId\":\"";
-  out += s.trace.hex();
+  append_hex(out, s.trace);
   out += "\",\"spanId\":\"";
-  out += s.id.hex();
+  append_hex(out, s.id);
   out += '"';
   if (s.parent.valid()) {
     out += ",\"parentSpanId\":\"";
-    out += s.parent.hex();
+    append_hex(out, s.parent);
     out += '"';
   }
   if (!s.trace_state.empty()) {
@@ -61,8 +80,13 @@ void append_span(std::string& out, const span_record& s) {
   }
   out += ",\"name\":";
   detail::append_json_quoted(out, s.name);
-  fmt::format_to(std::back_inserter(out), ",\"kind\":{},\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\",",
-                 static_cast<int>(s.kind), s.start_unix_ns, s.end_unix_ns);
+  out += ",\"kind\":";
+  append_int(out, static_cast<int>(s.kind));
+  out += ",\"startTimeUnixNano\":\"";
+  append_int(out, s.start_unix_ns);
+  out += "\",\"endTimeUnixNano\":\"";
+  append_int(out, s.end_unix_ns);
+  out += "\",";
   append_attributes(out, s.attributes);
   if (s.error) {
     out += ",\"status\":{\"code\":2,\"message\":";
@@ -76,7 +100,7 @@ void append_span(std::string& out, const span_record& s) {
 
 std::string encode_otlp_json(std::span<const span_record> spans, const otlp_resource& resource) {
   std::string out;
-  out.reserve(256 + spans.size() * 512);
+  out.reserve(256 + spans.size() * 768);
   std::vector<span_attribute> res{{"service.name", resource.service_name}};
   if (!resource.service_version.empty()) res.push_back({"service.version", resource.service_version});
   if (!resource.service_instance_id.empty()) res.push_back({"service.instance.id", resource.service_instance_id});
