@@ -77,6 +77,7 @@ void request_trace::queue_wait(runtime::steady::time_point start, runtime::stead
 void request_trace::identify(std::string_view payload) {
   if (identified_) return;
   identified_ = true;
+  if (payload.size() > identify_max_bytes) return;
   namespace json = boost::json;
   unsigned char stack[4096];
   json::monotonic_resource mr(stack, sizeof stack);

@@ -66,7 +66,10 @@ class request_trace {
 
   // The upstream's own id and model for its answer (gen_ai.response.id, .model): read from a whole
   // answer's body or a stream's first event (`id`/`model`, or `response.id`/`.model` of a Responses
-  // lifecycle event), once. Costs a JSON parse: callers ask only for sampled requests.
+  // lifecycle event), once. Costs a JSON parse: callers ask only for sampled requests. A payload
+  // over identify_max_bytes (a large whole answer: embeddings) is not parsed, so that a sampled
+  // request never builds a document the size of its answer; its spans then lack the two attributes.
+  static constexpr std::size_t identify_max_bytes = 64 * 1024;
   void identify(std::string_view payload);
   bool identified() const noexcept { return identified_; }
   const std::string& response_id() const noexcept { return response_id_; }
