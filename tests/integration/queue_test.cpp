@@ -220,11 +220,13 @@ TEST_F(Queue, AWorkerKilledDuringAJobFailsItWorkerLostForItsFollowersWithinTheLo
   // may reap: the front and the second worker both look every third of their own timeout.
   auto a = front();
   auto w1 = worker({"--worker-loss-timeout", "1s"});
-  auto w2 = worker();
   // A follower that is reading when the worker dies.
   std::string followed;
   std::thread follower;
   const std::string id = follow_a_long_job(*a, follower, followed);
+  // The second worker starts once w1 runs the job: started before, it could take the job itself,
+  // and the kill of w1 below would then cut nothing (the job completed: seen once in CI).
+  auto w2 = worker();
   // The front has reached Redis at every heartbeat for a whole timeout of its own (3 s, beats every
   // second): its reap gate is open, so what lapses now is a death, not an outage (jobs::reap_gate).
   ASSERT_LT(test::wait_until([&] { return a->metric("sluice_jobs_heartbeats_total{outcome=\"ok\"}") >= 4; }, 10s), 10s);
