@@ -97,6 +97,16 @@ bench_workdirs() {
   BIN=$(bench_private_copy "$src" "$BENCH_TMP")
 }
 
+# bench_pins : the arrays PROXY_PIN and LOAD_PIN, command prefixes that pin the proxy under test to
+# the CPUs in PROXY_CPUS and the simulator and load generator to those in LOAD_CPUS (taskset
+# lists, e.g. 0 and 1: issue 31's one-core harness). Unset, a prefix is empty and nothing is pinned.
+# taskset execs the command, so a spawned pid is the pinned program's own.
+bench_pins() {
+  PROXY_PIN=() LOAD_PIN=()
+  if [ -n "${PROXY_CPUS:-}" ]; then PROXY_PIN=(taskset -c "$PROXY_CPUS"); fi
+  if [ -n "${LOAD_CPUS:-}" ]; then LOAD_PIN=(taskset -c "$LOAD_CPUS"); fi
+}
+
 # bench_load : the 1-minute load average.
 bench_load() { cut -d' ' -f1 /proc/loadavg; }
 
@@ -148,4 +158,26 @@ bench_trace_flags() {
   bench_spawn "$1/otlp-sink.log" python3 bench/otlp_sink.py "$port"
   bench_wait_tcp "$port" "$BENCH_LAST_PID" || bench_die "the OTLP sink did not start"
   trace_flags=(--trace-endpoint "http://127.0.0.1:$port" --trace-sample-ratio "$TRACE_RATIO")
+}
+
+# bench_callgrind_flood LOG BIN SIM_PORT [SERVE FLAGS...] -- [FLOOD FLAGS...] : runs BIN's `serve
+# --threads 1` under callgrind in front of the simulator on SIM_PORT, sends it one flood (this
+# build's load generator, $BIN, with FLOOD FLAGS), stops it, and prints its total user-space
+# instructions. The flood's JSON goes to LOG.flood.json; a failed flood ends the script.
+bench_callgrind_flood() {
+  local log=$1 bin=$2 sim=$3 serve=() port pid out
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do serve+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  port=$(bench_free_port)
+  out=$(mktemp "$BENCH_TMP/callgrind.XXXXXX")
+  bench_spawn "$log" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" serve --listen 127.0.0.1:"$port" \
+    --upstream http://127.0.0.1:"$sim" --threads 1 --log-level warn --drain-delay 0s "${serve[@]}"
+  pid=$BENCH_LAST_PID
+  bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start (see $log)"
+  "$BIN" flood --target "http://127.0.0.1:$port" --json --progress=false "$@" >"$log.flood.json" ||
+    bench_die "the flood through sluice under valgrind failed (see $log.flood.json)"
+  bench_stop "$pid"
+  callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !seen {gsub(",", "", $1); print $1; seen = 1}'
+  rm -f "$out"
 }

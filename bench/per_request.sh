@@ -18,7 +18,8 @@
 # --trace-endpoint at it with --trace-sample-ratio R (1: every request's spans exported, 0: none).
 # Env: SLUICE (build/sluice, built when missing and NO_BUILD is not 1), NGINX (/usr/sbin/nginx),
 # REPEAT (3), CONCURRENCY (8), REQUESTS (20000), THREADS (2: sluice threads, nginx workers),
-# OUT (bench/out/per-request-<time>), SLUICE_BASELINE (a previous binary, target `baseline`).
+# OUT (bench/out/per-request-<time>), SLUICE_BASELINE (a previous binary, target `baseline`),
+# PROXY_CPUS / LOAD_CPUS (taskset lists: the proxies on the first, simulator and load on the second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -32,12 +33,13 @@ mkdir -p "$OUT"
 BENCH_TMP=$(mktemp -d)
 bench_raise_nofile >/dev/null
 BIN=$(bench_private_copy "$SLUICE" "$BENCH_TMP")
+bench_pins
 
 sim_port=$(bench_free_port) sluice_port=$(bench_free_port) nginx_port=$(bench_free_port)
 bench_trace_flags "$OUT"
-bench_spawn "$OUT/sim.log" "$BIN" sim --listen 127.0.0.1:$sim_port --threads 2 --tokens 1
+bench_spawn "$OUT/sim.log" "${LOAD_PIN[@]}" "$BIN" sim --listen 127.0.0.1:$sim_port --threads 2 --tokens 1
 bench_wait_tcp "$sim_port" "$BENCH_LAST_PID" || bench_die "sim did not start"
-bench_spawn "$OUT/sluice.log" "$BIN" serve --listen 127.0.0.1:$sluice_port --upstream http://127.0.0.1:$sim_port \
+bench_spawn "$OUT/sluice.log" "${PROXY_PIN[@]}" "$BIN" serve --listen 127.0.0.1:$sluice_port --upstream http://127.0.0.1:$sim_port \
   --threads "$THREADS" --max-streams 4000 --queue-depth 4000 --log-level warn "${trace_flags[@]}"
 sluice_pid=$BENCH_LAST_PID
 bench_wait_tcp "$sluice_port" "$sluice_pid" || bench_die "sluice did not start"
@@ -47,7 +49,7 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
   mkdir -p "$BENCH_TMP/baseline"
   BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
   baseline_port=$(bench_free_port)
-  bench_spawn "$OUT/baseline.log" "$BASE_BIN" serve --listen 127.0.0.1:$baseline_port --upstream http://127.0.0.1:$sim_port \
+  bench_spawn "$OUT/baseline.log" "${PROXY_PIN[@]}" "$BASE_BIN" serve --listen 127.0.0.1:$baseline_port --upstream http://127.0.0.1:$sim_port \
     --threads "$THREADS" --max-streams 4000 --queue-depth 4000 --log-level warn
   baseline_pid=$BENCH_LAST_PID
   bench_wait_tcp "$baseline_port" "$baseline_pid" || bench_die "the baseline sluice did not start"
@@ -55,7 +57,7 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
 fi
 if [ -x "$NGINX" ]; then
   bench_nginx_conf "$BENCH_TMP/nginx" "$THREADS" "$(ulimit -n)" "$nginx_port" "$sim_port" reuseport
-  bench_spawn "$OUT/nginx.log" "$NGINX" -p "$BENCH_TMP/nginx" -e "$BENCH_TMP/nginx/err.log" -c "$BENCH_TMP/nginx/nginx.conf"
+  bench_spawn "$OUT/nginx.log" "${PROXY_PIN[@]}" "$NGINX" -p "$BENCH_TMP/nginx" -e "$BENCH_TMP/nginx/err.log" -c "$BENCH_TMP/nginx/nginx.conf"
   nginx_pid=$BENCH_LAST_PID
   bench_wait_tcp "$nginx_port" "$nginx_pid" && targets="$targets nginx:$nginx_port"
 else
@@ -71,7 +73,7 @@ cpu_ticks() {
   echo "$s"
 }
 flood() {  # PORT REQUESTS OUTFILE
-  "$BIN" flood --target "http://127.0.0.1:$1" --concurrency "$CONCURRENCY" --requests "$2" --duration 300s \
+  "${LOAD_PIN[@]}" "$BIN" flood --target "http://127.0.0.1:$1" --concurrency "$CONCURRENCY" --requests "$2" --duration 300s \
     --json --progress=false >"$3"
 }
 
@@ -141,18 +143,18 @@ for (const name of ["direct", "sluice", "baseline", "nginx"]) {
   const st = load(`${name}.strace.json`), stRun = load(`${name}-strace.json`);
   rows[name] = {
     ok: runs.reduce((a, r) => a + r.ok, 0), failed: runs.reduce((a, r) => a + r.failed, 0),
-    p50: median(runs.map((r) => r.ttft.p50_ms)), p99: median(runs.map((r) => r.ttft.p99_ms)), usPerReq,
+    rps: median(runs.map((r) => r.ok / r.wall_seconds)), p50: median(runs.map((r) => r.ttft.p50_ms)), p99: median(runs.map((r) => r.ttft.p99_ms)), usPerReq,
     syscalls: st && stRun ? st.calls / stRun.ok : null,
   };
 }
 const ratio = (a, b) => (a != null && b ? ` (${(a / b).toFixed(2)}x)` : "");
 const n = rows.nginx || {};
-console.log("| Target | ok / failed | TTFT p50 / p99 ms | CPU us per request | syscalls per request |");
-console.log("|---|---|---|---|---|");
+console.log("| Target | ok / failed | requests/s | TTFT p50 / p99 ms | CPU us per request | syscalls per request |");
+console.log("|---|---|---|---|---|---|");
 for (const [name, r] of Object.entries(rows)) {
   const cpu = r.usPerReq == null ? "–" : r.usPerReq.toFixed(1) + ratio(r.usPerReq, n.usPerReq);
   const sc = r.syscalls == null ? "–" : r.syscalls.toFixed(1) + ratio(r.syscalls, n.syscalls);
-  console.log(`| ${name} | ${r.ok} / ${r.failed} | ${r.p50.toFixed(3)} / ${r.p99.toFixed(3)} | ${cpu} | ${sc} |`);
+  console.log(`| ${name} | ${r.ok} / ${r.failed} | ${Math.round(r.rps)}${ratio(r.rps, n.rps)} | ${r.p50.toFixed(3)} / ${r.p99.toFixed(3)} | ${cpu} | ${sc} |`);
 }
 const cg = load("callgrind.json"), cgb = load("callgrind-baseline.json");
 if (cg) console.log(`\nsluice user-space instructions per request (callgrind, --threads 1): ${cg.instructions_per_request}` +

@@ -43,7 +43,8 @@ Env: A_STREAMS A_TOKENS A_DELAY A_RAMP REPEAT_A, B_STREAMS B_REQUESTS B_TOKENS R
      A_DURATION B_DURATION C_DURATION D_DURATION (flood --duration caps), SIM_THREADS (1), THREADS, NGINX (/usr/sbin/nginx),
      NGINX_REUSEPORT (1), SLUICE_BIN (build/sluice), SLUICE_ARGS (extra `sluice serve` flags), TOKEN_SIZE (4),
      SLUICE_BASELINE (a previous sluice binary to compare with, run as target `baseline`),
-     BASELINE_ARGS (flags for target `baseline` only, after SLUICE_ARGS: compares two configurations)
+     BASELINE_ARGS (flags for target `baseline` only, after SLUICE_ARGS: compares two configurations),
+     PROXY_CPUS LOAD_CPUS (taskset CPU lists: the proxy on the first, simulator and load on the second)
 EOF
 }
 
@@ -87,6 +88,7 @@ bench_build_sluice "$NO_BUILD" "$SLUICE_BIN"
 NOFILE=$(bench_raise_nofile)
 NGINX_NOFILE=$(( NOFILE < 65536 ? NOFILE : 65536 ))
 CLK_TCK=$(getconf CLK_TCK)
+bench_pins
 bench_workdirs relay "$SLUICE_BIN"
 BASE_BIN=""
 if [ -n "${SLUICE_BASELINE:-}" ]; then
@@ -129,7 +131,7 @@ cat >"$OUT/config.json" <<EOF
  "sluice_commit": "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src 2>/dev/null || echo +local-changes)",
  "binary": "$SLUICE_BIN built $(date -u -r "$SLUICE_BIN" +%FT%TZ), sha256 $(sha256sum "$BIN" | cut -c1-12)",
  "baseline": "${SLUICE_BASELINE:+$SLUICE_BASELINE, sha256 $(sha256sum "$BASE_BIN" | cut -c1-12)}",
- "sluice_args": "$SLUICE_ARGS", "started": "$(date -u +%FT%TZ)", "load_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
+ "sluice_args": "$SLUICE_ARGS", "proxy_cpus": "${PROXY_CPUS:-}", "load_cpus": "${LOAD_CPUS:-}", "started": "$(date -u +%FT%TZ)", "load_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "scenarios": "$SCENARIOS", "targets": "$TARGETS",
  "A": {"streams": $A_STREAMS, "tokens": $A_TOKENS, "delay": "$A_DELAY", "ramp": "$A_RAMP", "repeat": $REPEAT_A},
  "B": {"streams": $B_STREAMS, "requests": $B_REQUESTS, "tokens": $B_TOKENS, "delay": "0s", "repeat": $REPEAT_B},
@@ -142,7 +144,7 @@ bench_log "results in $OUT; fd limit $NOFILE; sluice --threads $THREADS $SLUICE_
 # --- one scenario ------------------------------------------------------------------------------
 SIM_PID="" SIM_PORT=""
 start_sim() {  # tokens delay
-  bench_spawn "$OUT/sim-$SCEN.log" "$BIN" sim --listen 127.0.0.1:0 --threads "$SIM_THREADS" \
+  bench_spawn "$OUT/sim-$SCEN.log" "${LOAD_PIN[@]}" "$BIN" sim --listen 127.0.0.1:0 --threads "$SIM_THREADS" \
     --tokens "$1" --token-delay "$2" --ttft 0s --token-size "$TOKEN_SIZE"
   SIM_PID=$BENCH_LAST_PID
   SIM_PORT=$(bench_wait_port "$OUT/sim-$SCEN.log" "$SIM_PID") || bench_die "sim did not start"
@@ -157,7 +159,7 @@ start_target() {
       local bin=$BIN extra=""
       [ "$target" = baseline ] && bin=$BASE_BIN extra=${BASELINE_ARGS:-}
       [ -n "$bin" ] || bench_die "target baseline needs SLUICE_BASELINE"
-      OPENAI_API_KEY=sk-bench-not-a-real-key bench_spawn "$logf" "$bin" serve \
+      OPENAI_API_KEY=sk-bench-not-a-real-key bench_spawn "$logf" "${PROXY_PIN[@]}" "$bin" serve \
         --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$SIM_PORT" --threads "$THREADS" $SLUICE_ARGS $extra
       T_PID=$BENCH_LAST_PID
       T_PORT=$(bench_wait_port "$logf" "$T_PID") || bench_die "sluice serve did not start"
@@ -168,7 +170,7 @@ start_target() {
       T_PORT=$(bench_free_port)
       bench_nginx_conf "$dir" "$THREADS" "$NGINX_NOFILE" "$T_PORT" "$SIM_PORT" "$reuse"
       cp "$dir/nginx.conf" "$OUT/nginx-$SCEN.conf"
-      bench_spawn "$logf" "$NGINX" -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf"
+      bench_spawn "$logf" "${PROXY_PIN[@]}" "$NGINX" -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf"
       T_PID=$BENCH_LAST_PID
       bench_wait_tcp "$T_PORT" "$T_PID" || { cat "$logf" "$dir/nginx-error.log" >&2; bench_die "nginx did not start"; }
       # wait for all workers (the listening socket may be up before the last one forked)
@@ -189,11 +191,11 @@ run_one() {
   start_target "$target" "$base.server.log"
   sleep 0.3
   load0=$(bench_load)
-  node bench/relay_sample.mjs "$T_PID" "$base.proc.json" 50 "$CLK_TCK" >"$base.sampler.log" 2>&1 &
+  "${LOAD_PIN[@]}" node bench/relay_sample.mjs "$T_PID" "$base.proc.json" 50 "$CLK_TCK" >"$base.sampler.log" 2>&1 &
   local spid=$!
   BENCH_PIDS+=("$spid")
   for _ in $(seq 1 100); do grep -q ready "$base.sampler.log" 2>/dev/null && break; sleep 0.05; done
-  "$BIN" flood --target "http://127.0.0.1:$T_PORT" --model sim-1 --pid "$T_PID" --json "${FLOOD_ARGS[@]}" "$@" \
+  "${LOAD_PIN[@]}" "$BIN" flood --target "http://127.0.0.1:$T_PORT" --model sim-1 --pid "$T_PID" --json "${FLOOD_ARGS[@]}" "$@" \
     >"$base.flood.json" 2>"$base.flood.err" || rc=$?
   bench_stop "$spid"
   load1=$(bench_load)
