@@ -8,7 +8,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include "runtime/drained_read.hpp"
 #include "runtime/socket_io.hpp"
 #include "upstream/framing.hpp"
 
@@ -63,7 +62,7 @@ task<error_code> connection::read_head() {
   }
 }
 
-task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, bool untimed) {
+task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   eof = false;
   const std::size_t room = buffer_.max_size() - buffer_.size();
   const std::size_t want = std::min(window, room);
@@ -71,11 +70,7 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, boo
   trim_to(want);  // a head read's large buffer is not kept for small body reads
   error_code ec;
   auto space = buffer_.prepare(want);
-  std::size_t n = 0;
-  if (auto* tcp = std::get_if<plain>(&stream_); tcp && untimed)
-    n = co_await tcp->socket().async_read_some(runtime::drained_read_buffer(space), ec_out(ec));
-  else
-    n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
+  std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
   buffer_.commit(n);
   if (ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
     // stream_truncated: a TLS peer that closed without close_notify; the parser decides whether
@@ -86,10 +81,10 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, boo
   co_return ec;
 }
 
-task<error_code> connection::read_more(bool& eof, bool untimed) {
+task<error_code> connection::read_more(bool& eof) {
   const std::size_t want = read_window_;
   const std::size_t before = buffer_.size();
-  error_code ec = co_await read_into_buffer(want, eof, untimed);
+  error_code ec = co_await read_into_buffer(want, eof);
   if (!ec && !eof && buffer_.size() - before == want && read_window_ < max_read_window)
     read_window_ = std::min(read_window_ * 2, max_read_window);
   co_return ec;

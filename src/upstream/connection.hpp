@@ -33,10 +33,7 @@ class connection {
   // (512 bytes at first: a slow stream's event fits, and the buffer stays small),
   // which doubles (up to max_read_window) each time a read fills it, so a fast body moves in large
   // reads while a slow one keeps a small buffer. Sets `eof` instead of failing on a clean close.
-  // `untimed`: the caller keeps its own watch on the read (the stream's deadline is off), so a
-  // plain connection reads its socket directly, as a drained-aware read (runtime/drained_read.hpp:
-  // after a short read, the next read waits for the socket's next edge without a failed recvmsg).
-  task<error_code> read_more(bool& eof, bool untimed = false);
+  task<error_code> read_more(bool& eof);
 
   // Starts a fresh exchange (a new parser) on this connection.
   void reset_parser(std::size_t max_head);
@@ -72,7 +69,7 @@ class connection {
   // Gives back a buffer more than twice what `window` (or the bytes it holds) needs.
   void trim_to(std::size_t window) noexcept;
   // One socket read of up to `window` bytes into the buffer.
-  task<error_code> read_into_buffer(std::size_t window, bool& eof, bool untimed = false);
+  task<error_code> read_into_buffer(std::size_t window, bool& eof);
 
   std::variant<plain, secure> stream_;
   beast::flat_buffer buffer_;
