@@ -3,7 +3,7 @@
 # proxy pinned to PROXY_CPUS and the simulator and load generator to LOAD_CPUS, in the same run.
 #
 #   paced   A: 1,000 streams x 64 tokens 20 ms apart: CPU per paced chunk, RSS per open stream
-#   slow    C: 9,900 streams x 16 tokens 200 ms apart: all served?, TTFT p50 / p99, RSS per stream
+#   slow    C: 9,900 streams x 40 tokens 200 ms apart (all open at once): all served?, TTFT p50 / p99, RSS per stream
 #   bulk    B: 64 streams, 256 requests x 2,000 tokens, no delay: chunks/s
 #   small   per_request.sh: 1-token requests, 8 at a time: requests/s, CPU per request
 #
@@ -41,7 +41,7 @@ relay() {  # NAME SCENARIO
 }
 
 wants paced && A_STREAMS=${A_STREAMS:-1000} A_TOKENS=${A_TOKENS:-64} A_DELAY=${A_DELAY:-20ms} relay paced A
-wants slow && C_STREAMS=${C_STREAMS:-9900} C_TOKENS=${C_TOKENS:-16} C_DELAY=${C_DELAY:-200ms} \
+wants slow && C_STREAMS=${C_STREAMS:-9900} C_TOKENS=${C_TOKENS:-40} C_DELAY=${C_DELAY:-200ms} \
   C_RAMP=${C_RAMP:-4s} relay slow C
 wants bulk && relay bulk B
 if wants small; then

@@ -124,7 +124,7 @@ task<result<void>> connection::flush_head() {
 // the asynchronous write, under the write-stall watchdog as always. A held head goes first, in
 // the same system call.
 template <class Buffers>
-task<result<void>> connection::write_streamed(const Buffers& buffers) {
+task<result<void>> connection::write_streamed(Buffers buffers) {
   const std::size_t head = held_head_.size();
   const std::size_t total = head + net::buffer_size(buffers);
   const std::size_t now = runtime::send_now(socket_, held_head_, buffers);
@@ -157,20 +157,22 @@ task<bool> connection::write_rest_of_head(std::size_t from, std::size_t& n) {
   co_return !ec;
 }
 
+// The three below are not coroutines: each returns write_streamed's task, which holds its buffers
+// (the bytes they point to are the caller's, alive until the task has been awaited).
+task<result<void>> connection::nothing_to_write() { co_return ok; }
+
 task<result<void>> connection::write_chunk(std::string_view data) {
-  if (data.empty()) co_return ok;  // an empty chunk would end the body
-  co_return co_await write_streamed(bhttp::make_chunk(net::buffer(data.data(), data.size())));
+  if (data.empty()) return nothing_to_write();  // an empty chunk would end the body
+  return write_streamed(bhttp::make_chunk(net::buffer(data.data(), data.size())));
 }
 
 task<result<void>> connection::write_last_chunk(std::string_view data) {
-  if (data.empty()) co_return co_await finish_chunks();
-  co_return co_await write_streamed(
+  if (data.empty()) return finish_chunks();
+  return write_streamed(
       beast::buffers_cat(bhttp::make_chunk(net::buffer(data.data(), data.size())), bhttp::make_chunk_last()));
 }
 
-task<result<void>> connection::finish_chunks() {
-  co_return co_await write_streamed(bhttp::make_chunk_last());
-}
+task<result<void>> connection::finish_chunks() { return write_streamed(bhttp::make_chunk_last()); }
 
 void connection::close() noexcept {
   error_code ec;

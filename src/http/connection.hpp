@@ -120,8 +120,11 @@ class connection final : public runtime::watchdog::item, public downstream {
   task<void> discard_input(std::uint64_t limit);
   // The rest of a request's body into the parser (request_framing.hpp: hold_body_bytes).
   task<error_code> read_body(request_parser& parser);
+  // Takes its buffers by value: write_chunk() and the others return its task without a coroutine
+  // frame of their own (one frame per streamed piece, not two), so the task must own them.
   template <class Buffers>
-  task<result<void>> write_streamed(const Buffers& buffers);
+  task<result<void>> write_streamed(Buffers buffers);
+  static task<result<void>> nothing_to_write();
   task<bool> write_rest_of_head(std::size_t from, std::size_t& n);
   void release_head() noexcept { std::string().swap(held_head_); }  // frees it, not only clears
   result<void> end_write(const error_code& ec, std::size_t n) noexcept;

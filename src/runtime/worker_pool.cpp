@@ -12,7 +12,9 @@ namespace sluice::runtime {
 worker_pool::worker_pool(std::size_t threads) {
   if (threads == 0) threads = 1;
   for (std::size_t i = 0; i < threads; ++i) {
-    // Concurrency hint 1: each io_context is driven by exactly one thread, so Asio can skip locking.
+    // Concurrency hint 1: each io_context is driven by exactly one thread, so Asio's scheduler skips
+    // waking other threads. It still locks (only the UNSAFE hints turn locking off, and other
+    // threads post to these contexts: admission wake-ups, reloads, the drain).
     contexts_.push_back(std::make_unique<net::io_context>(1));
     guards_.emplace_back(contexts_.back()->get_executor());
   }

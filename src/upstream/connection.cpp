@@ -62,7 +62,7 @@ task<error_code> connection::read_head() {
   }
 }
 
-task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
+task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, bool adapt) {
   eof = false;
   const std::size_t room = buffer_.max_size() - buffer_.size();
   const std::size_t want = std::min(window, room);
@@ -72,6 +72,8 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   auto space = buffer_.prepare(want);
   std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
   buffer_.commit(n);
+  if (adapt && !ec && n == window && read_window_ < max_read_window)
+    read_window_ = std::min(read_window_ * 2, max_read_window);
   if (ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
     // stream_truncated: a TLS peer that closed without close_notify; the parser decides whether
     // the body was complete (a close-delimited body) or cut short.
@@ -81,14 +83,8 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof) {
   co_return ec;
 }
 
-task<error_code> connection::read_more(bool& eof) {
-  const std::size_t want = read_window_;
-  const std::size_t before = buffer_.size();
-  error_code ec = co_await read_into_buffer(want, eof);
-  if (!ec && !eof && buffer_.size() - before == want && read_window_ < max_read_window)
-    read_window_ = std::min(read_window_ * 2, max_read_window);
-  co_return ec;
-}
+// Not a coroutine: read_into_buffer's task is the one frame of a body read.
+task<error_code> connection::read_more(bool& eof) { return read_into_buffer(read_window_, eof, /*adapt=*/true); }
 
 void connection::trim_to(std::size_t window) noexcept {
   // What is left in the buffer by now is at most a chunk's trailing CRLF or a partial chunk header.

@@ -69,7 +69,8 @@ class connection {
   // Gives back a buffer more than twice what `window` (or the bytes it holds) needs.
   void trim_to(std::size_t window) noexcept;
   // One socket read of up to `window` bytes into the buffer.
-  task<error_code> read_into_buffer(std::size_t window, bool& eof);
+  // `adapt`: the read window doubles when the read fills it (read_more).
+  task<error_code> read_into_buffer(std::size_t window, bool& eof, bool adapt = false);
 
   std::variant<plain, secure> stream_;
   beast::flat_buffer buffer_;
