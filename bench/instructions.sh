@@ -12,7 +12,8 @@
 # figure the difference between a long and a short flood (start-up and shutdown cancel out):
 #   paced_chunk   8 streams at a time of 32 tokens 20 ms apart: one event per read and per write,
 #                 the wake-up of a paced stream (light enough that valgrind never falls behind and
-#                 lets events pile up into one read)
+#                 lets events pile up into one read); each chunk carries 1/32 of its request's own
+#                 cost (about 2,800 of the figure), as a real 32-token stream does
 #   fast_chunk    4 streams at a time of 2,000 tokens with no delay: many events per read
 #   request       1-token streams, 8 at a time: accept, parse, upstream exchange, head, one write
 # Env: SLUICE (build/sluice), NO_BUILD (0), SLUICE_BASELINE, OUT (bench/out/instructions-<time>).
