@@ -73,6 +73,8 @@ for (const s of Object.keys(runs).sort()) {
 
 const fmtInt = (x) => (x === null ? '–' : Math.round(x).toLocaleString('en-US'));
 const fmt = (x, d = 2) => (x === null || x === undefined ? '–' : x.toFixed(d));
+// CPU per 100k chunks: three significant digits (a bulk run's figure is a few hundredths).
+const fmtCpu = (x) => (x === null || x === undefined ? '–' : x.toPrecision(3));
 const ratio = (x, ref) => (x === null || ref === null || ref === undefined || !(ref > 0) || x < 0 ? '' : ` (${(x / ref).toFixed(2)}×)`);
 
 const out = [];
@@ -104,7 +106,7 @@ for (const s of Object.keys(agg)) {
     if (a.deaths) okf += ` **died ${a.deaths}×**`;
     if (a.no_report) okf += ` (no report ${a.no_report}×)`;
     out.push(`| ${s} | ${t} | ${okf} | ${fmtInt(a.open)} | ${fmtInt(a.cps)}${ratio(a.cps, n.cps)} | ` +
-      `${isProxy ? fmt(a.cpu) + ratio(a.cpu, n.cpu) : '–'} | ` +
+      `${isProxy ? fmtCpu(a.cpu) + ratio(a.cpu, n.cpu) : '–'} | ` +
       `${isProxy ? fmt(a.rss / 1024, 1) + ' KiB' + ratio(a.rss, n.rss) : '–'} | ` +
       `${fmt(a.p50)} / ${fmt(a.p99)} | ` +
       `${isProxy ? fmt(a.add50) + ratio(a.add50, n.add50) : '–'} | ${isProxy ? fmt(a.add99) + ratio(a.add99, n.add99) : '–'} |`);
@@ -126,7 +128,7 @@ if (Object.values(agg).some((a) => a.baseline)) {
   for (const s of Object.keys(agg)) {
     const a = agg[s].sluice, b = agg[s].baseline;
     if (!a || !b) continue;
-    out.push(`| ${s} | ${fmt(a.cpu)} / ${fmt(b.cpu)}${ratio(a.cpu, b.cpu)} | ${fmt(a.rss / 1024, 1)} / ${fmt(b.rss / 1024, 1)} KiB${ratio(a.rss, b.rss)} | ` +
+    out.push(`| ${s} | ${fmtCpu(a.cpu)} / ${fmtCpu(b.cpu)}${ratio(a.cpu, b.cpu)} | ${fmt(a.rss / 1024, 1)} / ${fmt(b.rss / 1024, 1)} KiB${ratio(a.rss, b.rss)} | ` +
       `${fmt(a.add99)} / ${fmt(b.add99)}${ratio(a.add99, b.add99)} |`);
   }
   out.push('');
@@ -146,7 +148,7 @@ const verdict = (ok) => (ok === null ? 'n/a' : ok ? '**pass**' : '**FAIL**');
 {
   const b = S('B', 'sluice'), bn = S('B', 'nginx');
   const r = b && bn && b.cpu !== null && bn.cpu > 0 ? b.cpu / bn.cpu : null;
-  rows.push(['CPU per chunk vs nginx (B)', '≤ 1.5× nginx', b ? `${fmt(b.cpu)} s/100k = ${fmt(r)}× nginx` : '–', bn ? `${fmt(bn.cpu)} s/100k` : '–', verdict(r === null ? null : r <= 1.5)]);
+  rows.push(['CPU per chunk vs nginx (B)', '≤ 1.5× nginx', b ? `${fmtCpu(b.cpu)} s/100k = ${fmt(r)}× nginx` : '–', bn ? `${fmtCpu(bn.cpu)} s/100k` : '–', verdict(r === null ? null : r <= 1.5)]);
 }
 for (const s of ['A', 'D']) {
   const a = S(s, 'sluice'), an = S(s, 'nginx');
