@@ -94,7 +94,7 @@ task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
     if (idle_watched_) conn_->tcp().expires_never();
     else conn_->tcp().expires_after(conn_->idle_timeout);
     bool eof = false;
-    error_code ec = co_await conn_->read_more(eof);
+    error_code ec = co_await conn_->read_more(eof, idle_watched_);
     if (!ec && eof && !end_of_input(p))  // the end of a close-delimited body; anything else was cut short
       co_return error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
     if (ec) {

@@ -62,7 +62,7 @@ task<error_code> connection::read_head() {
   }
 }
 
-task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, bool adapt) {
+task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, bool adapt, bool untimed) {
   eof = false;
   const std::size_t room = buffer_.max_size() - buffer_.size();
   const std::size_t want = std::min(window, room);
@@ -70,7 +70,11 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, boo
   trim_to(want);  // a head read's large buffer is not kept for small body reads
   error_code ec;
   auto space = buffer_.prepare(want);
-  std::size_t n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
+  std::size_t n = 0;
+  if (auto* tcp = std::get_if<plain>(&stream_); tcp && untimed)  // no deadline to arm: the socket's own read
+    n = co_await tcp->socket().async_read_some(space, ec_out(ec));
+  else
+    n = co_await std::visit([&](auto& s) { return s.async_read_some(space, ec_out(ec)); }, stream_);
   buffer_.commit(n);
   if (adapt && !ec && n == window && read_window_ < max_read_window)
     read_window_ = std::min(read_window_ * 2, max_read_window);
@@ -84,7 +88,9 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, boo
 }
 
 // Not a coroutine: read_into_buffer's task is the one frame of a body read.
-task<error_code> connection::read_more(bool& eof) { return read_into_buffer(read_window_, eof, /*adapt=*/true); }
+task<error_code> connection::read_more(bool& eof, bool untimed) {
+  return read_into_buffer(read_window_, eof, /*adapt=*/true, untimed);
+}
 
 void connection::trim_to(std::size_t window) noexcept {
   // What is left in the buffer by now is at most a chunk's trailing CRLF or a partial chunk header.

@@ -33,7 +33,9 @@ class connection {
   // (512 bytes at first: a slow stream's event fits, and the buffer stays small),
   // which doubles (up to max_read_window) each time a read fills it, so a fast body moves in large
   // reads while a slow one keeps a small buffer. Sets `eof` instead of failing on a clean close.
-  task<error_code> read_more(bool& eof);
+  // `untimed`: the caller watches the read itself (the stream's deadline is off), so a plain
+  // connection reads its socket directly, without Beast's timed operation around the read.
+  task<error_code> read_more(bool& eof, bool untimed = false);
 
   // Starts a fresh exchange (a new parser) on this connection.
   void reset_parser(std::size_t max_head);
@@ -70,7 +72,7 @@ class connection {
   void trim_to(std::size_t window) noexcept;
   // One socket read of up to `window` bytes into the buffer.
   // `adapt`: the read window doubles when the read fills it (read_more).
-  task<error_code> read_into_buffer(std::size_t window, bool& eof, bool adapt = false);
+  task<error_code> read_into_buffer(std::size_t window, bool& eof, bool adapt = false, bool untimed = false);
 
   std::variant<plain, secure> stream_;
   beast::flat_buffer buffer_;
