@@ -16,6 +16,8 @@
 #                 cost (about 2,800 of the figure), as a real 32-token stream does
 #   fast_chunk    4 streams at a time of 2,000 tokens with no delay: many events per read
 #   request       1-token streams, 8 at a time: accept, parse, upstream exchange, head, one write
+#   messages_chunk  paced_chunk's streams asked for as the Anthropic Messages API (/v1/messages):
+#                 the translating relay (issue 33), the request's translation in its 1/32 share
 # Env: SLUICE (build/sluice), NO_BUILD (0), SLUICE_BASELINE, OUT (bench/out/instructions-<time>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +27,7 @@ CHECK=""
 while [ $# -gt 0 ]; do
   case $1 in
     --check) CHECK=$2; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) bench_die "unknown argument $1" ;;
   esac
   shift
@@ -41,16 +43,18 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
   BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
 fi
 
-# per_unit NAME BIN SIM_FLAGS CONCURRENCY SHORT LONG UNITS_PER_REQUEST -> instructions per unit
+# per_unit NAME BIN SIM_FLAGS CONCURRENCY SHORT LONG UNITS_PER_REQUEST [FLOOD_FLAGS] -> instructions per unit
 per_unit() {
-  local name=$1 bin=$2 sim_flags=$3 conc=$4 short=$5 long=$6 units=$7 sim_port small large
+  local name=$1 bin=$2 sim_flags=$3 conc=$4 short=$5 long=$6 units=$7 flood_flags=${8:-} sim_port small large
   sim_port=$(bench_free_port)
   # shellcheck disable=SC2086  # sim_flags is a list of flags
   bench_spawn "$OUT/sim-$name.log" "$BIN" sim --listen 127.0.0.1:"$sim_port" --threads 1 --ttft 0s $sim_flags
   local sim_pid=$BENCH_LAST_PID
   bench_wait_tcp "$sim_port" "$sim_pid" || bench_die "sim did not start"
-  small=$(bench_callgrind_flood "$OUT/$name-short.log" "$bin" "$sim_port" -- --concurrency "$conc" --requests "$short")
-  large=$(bench_callgrind_flood "$OUT/$name-long.log" "$bin" "$sim_port" -- --concurrency "$conc" --requests "$long")
+  # shellcheck disable=SC2086  # flood_flags is a list of flags
+  small=$(bench_callgrind_flood "$OUT/$name-short.log" "$bin" "$sim_port" -- --concurrency "$conc" --requests "$short" $flood_flags)
+  # shellcheck disable=SC2086
+  large=$(bench_callgrind_flood "$OUT/$name-long.log" "$bin" "$sim_port" -- --concurrency "$conc" --requests "$long" $flood_flags)
   bench_stop "$sim_pid"
   [[ $small =~ ^[0-9]+$ && $large =~ ^[0-9]+$ && $large -gt $small ]] ||
     bench_die "$name: no instruction totals from callgrind (short '$small', long '$large'; see $OUT/$name-*.log)"
@@ -62,6 +66,7 @@ measure() {  # TARGET BIN -> lines "TARGET FIGURE VALUE"
   echo "$t paced_chunk $(per_unit "$t-paced" "$bin" "--tokens 32 --token-delay 20ms" 8 8 24 32)"
   echo "$t fast_chunk $(per_unit "$t-fast" "$bin" "--tokens 2000 --token-delay 0s" 4 4 12 2000)"
   echo "$t request $(per_unit "$t-request" "$bin" "--tokens 1 --token-delay 0s" 8 200 1200 1)"
+  echo "$t messages_chunk $(per_unit "$t-messages" "$bin" "--tokens 32 --token-delay 20ms" 8 8 24 32 "--path /v1/messages")"
 }
 
 bench_log "callgrind: this build${BASE_BIN:+ and the baseline}; load $(bench_load)"
@@ -74,7 +79,7 @@ over=0
 {
   echo "| figure | sluice | baseline | new / old | budget |"
   echo "|---|---|---|---|---|"
-  for f in paced_chunk fast_chunk request; do
+  for f in paced_chunk fast_chunk request messages_chunk; do
     new=$(awk -v f="$f" '$1 == "sluice" && $2 == f {print $3}' "$OUT/figures.txt")
     old=$(awk -v f="$f" '$1 == "baseline" && $2 == f {print $3}' "$OUT/figures.txt")
     ratio=$([ -n "$old" ] && awk -v a="$new" -v b="$old" 'BEGIN {printf "%.3f", a / b}' || echo "–")
