@@ -199,16 +199,23 @@ task<bool> sse_relay::read_more(std::size_t& n) {
     }
   }
   reading_since_ = runtime::steady::now();
-  auto r = co_await up_.read_some(buf_.free_data(), buf_.free_size());
+  // up_.read_some(), in its steps: this frame waits on the socket read itself (one frame fewer).
+  std::optional<sluice::result<std::size_t>> r;
+  while (!(r = up_.try_read(buf_.free_data(), buf_.free_size()))) {
+    bool eof = false;
+    const error_code ec = co_await up_.read_socket(eof);
+    if (auto e = up_.read_failure(ec, eof)) r = std::move(*e);
+    if (r) break;
+  }
   reading_since_ = {};
   if (client_.peer_gone()) res_.client_gone = true;  // the read failed (or raced) because of it
-  if (!r) {
+  if (!*r) {
     // Cancelled by the gateway (not the client): that reason's error, not the abort's.
     if (cancel_.cancelled() && !cancel_.client_gone()) ending_ = cancel_.ending();
-    else ending_ = std::move(r).err();
+    else ending_ = std::move(*r).err();
     co_return false;
   }
-  n = *r;
+  n = **r;
   if (n) svc_.streams.stream_bytes_total(obs::byte_direction::upstream).add(n);
   co_return true;
 }

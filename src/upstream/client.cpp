@@ -83,28 +83,40 @@ result<std::size_t> response::read_buffered(char* dst, std::size_t cap) {
   return decode_buffered(conn_->parser(), conn_->buffer(), dst, cap);
 }
 
-task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
+std::optional<result<std::size_t>> response::try_read(char* dst, std::size_t cap) {
   auto& p = conn_->parser();
-  while (!p.is_done()) {
+  if (!p.is_done()) {
     // The socket is read only when nothing decodable is left in the buffer.
     auto got = read_buffered(dst, cap);
-    if (!got) co_return std::move(got).err();
-    if (*got > 0) co_return *got;
-    if (p.is_done()) break;
-    if (idle_watched_) conn_->tcp().expires_never();
-    else conn_->tcp().expires_after(conn_->idle_timeout);
-    bool eof = false;
-    error_code ec = co_await conn_->read_more(eof, idle_watched_);
-    if (!ec && eof && !end_of_input(p))  // the end of a close-delimited body; anything else was cut short
-      co_return error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
-    if (ec) {
-      if (ec == bhttp::error::buffer_overflow)
-        co_return error::make(errc::upstream_protocol, "upstream sent a malformed response body");
-      co_return map_io_error(ec, "while reading the response body", abort_.aborted_);
-    }
+    if (!got || *got > 0) return got;
+    if (!p.is_done()) return std::nullopt;
   }
   conn_->tcp().expires_never();
-  co_return std::size_t{0};
+  return std::size_t{0};
+}
+
+task<error_code> response::read_socket(bool& eof) {
+  if (idle_watched_) conn_->tcp().expires_never();
+  else conn_->tcp().expires_after(conn_->idle_timeout);
+  return conn_->read_more(eof, idle_watched_);
+}
+
+std::optional<error> response::read_failure(const error_code& ec, bool eof) const {
+  if (!ec && eof && !end_of_input(conn_->parser()))  // the end of a close-delimited body; anything else was cut short
+    return error::make(errc::upstream_protocol, "upstream closed the connection before the response ended");
+  if (!ec) return std::nullopt;
+  if (ec == bhttp::error::buffer_overflow)
+    return error::make(errc::upstream_protocol, "upstream sent a malformed response body");
+  return map_io_error(ec, "while reading the response body", abort_.aborted_);
+}
+
+task<result<std::size_t>> response::read_some(char* dst, std::size_t cap) {
+  while (true) {
+    if (auto r = try_read(dst, cap)) co_return std::move(*r);
+    bool eof = false;
+    const error_code ec = co_await read_socket(eof);
+    if (auto e = read_failure(ec, eof)) co_return std::move(*e);
+  }
 }
 
 task<result<std::string>> response::read_all(std::size_t limit) {

@@ -4,6 +4,7 @@
 // the body ended cleanly and the upstream allows keep-alive, or closes it otherwise.
 #pragma once
 
+#include <optional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +60,14 @@ class response {
   // What read_some() would return without waiting: body bytes decoded from what was already read
   // from the socket (0 when nothing decodable is buffered). Never touches the socket.
   result<std::size_t> read_buffered(char* dst, std::size_t cap);
+  // read_some() in steps, for a caller that loops itself (the relay: one coroutine frame fewer per
+  // read of a stream). try_read(): read_some's answer when it needs no socket read (bytes, the
+  // body's end, or an error), nullopt when it does; read_socket(): that one socket read under the
+  // body's deadline (not a coroutine: the connection's read is its one frame); read_failure():
+  // what the read's outcome means, nullopt to go on with try_read().
+  std::optional<result<std::size_t>> try_read(char* dst, std::size_t cap);
+  task<error_code> read_socket(bool& eof);
+  std::optional<error> read_failure(const error_code& ec, bool eof) const;
   // Reads the whole remaining body, at most `limit` bytes.
   task<result<std::string>> read_all(std::size_t limit);
   bool done() const;
