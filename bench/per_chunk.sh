@@ -36,19 +36,10 @@ bench_trace_flags "$OUT"
 
 # instructions BIN SIM_PORT CONCURRENCY REQUESTS [FLOOD FLAGS] -> the program's total instructions for that flood
 instructions() {
-  local bin=$1 sim=$2 conc=$3 n=$4 extra=${5:-} port out flags=()
+  local bin=$1 sim=$2 conc=$3 n=$4 extra=${5:-} flags=()
   [ "$bin" = "$BIN" ] && flags=("${trace_flags[@]}")
-  port=$(bench_free_port)
-  out="$BENCH_TMP/cg-$n-$RANDOM.out"
-  bench_spawn "$OUT/cg-$n.log" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" serve \
-    --listen 127.0.0.1:"$port" --upstream http://127.0.0.1:"$sim" --threads 1 --log-level warn --drain-delay 0s "${flags[@]}"
-  local pid=$BENCH_LAST_PID
-  bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start"
-  # shellcheck disable=SC2086  # FLOOD_ARGS is a list of flags
-  "$BIN" flood --target "http://127.0.0.1:$port" --concurrency "$conc" --requests "$n" --json --progress=false ${FLOOD_ARGS:-} $extra \
-    >"$OUT/flood-$n.json" || bench_die "flood failed"
-  bench_stop "$pid"
-  callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !seen {gsub(",", "", $1); print $1; seen = 1}'
+  # shellcheck disable=SC2086  # FLOOD_ARGS and extra are lists of flags
+  bench_callgrind_flood "$OUT/cg-$n.log" "$bin" "$sim" "${flags[@]}" -- --concurrency "$conc" --requests "$n" ${FLOOD_ARGS:-} $extra
 }
 
 # per_chunk NAME BIN TOKENS DELAY CONCURRENCY [FLOOD FLAGS]

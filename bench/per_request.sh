@@ -110,16 +110,10 @@ fi
 
 if [ "$CALLGRIND" = 1 ] && command -v valgrind >/dev/null; then
   run_cg() {  # REQUESTS [BINARY] -> prints total Ir
-    local port bin=${2:-$BIN} flags=(); port=$(bench_free_port)
+    local bin=${2:-$BIN} flags=()
     [ "$bin" = "$BIN" ] && flags=("${trace_flags[@]}")
-    bench_spawn "$OUT/cg-$1.log" valgrind --tool=callgrind --callgrind-out-file="$BENCH_TMP/cg-$1.out" "$bin" serve \
-      --listen 127.0.0.1:$port --upstream http://127.0.0.1:$sim_port --threads 1 --max-streams 4000 --queue-depth 4000 \
-      --log-level warn "${flags[@]}"
-    local pid=$BENCH_LAST_PID
-    bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start"
-    flood "$port" "$1" "$OUT/cg-$1.json"
-    bench_stop "$pid"
-    callgrind_annotate "$BENCH_TMP/cg-$1.out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !seen {gsub(",", "", $1); print $1; seen = 1}'
+    bench_callgrind_flood "$OUT/cg-$1.log" "$bin" "$sim_port" --max-streams 4000 --queue-depth 4000 "${flags[@]}" -- \
+      --concurrency "$CONCURRENCY" --requests "$1" --duration 300s
   }
   small=$(run_cg 200) large=$(run_cg 2200)
   echo "{\"instructions_per_request\": $(( (large - small) / 2000 ))}" >"$OUT/callgrind.json"
