@@ -4,6 +4,8 @@
 
 #include "observability/log.hpp"
 #include "proxy/pipeline.hpp"
+
+#include "proxy/anthropic_upstream.hpp"
 #include "proxy/upstream_request.hpp"
 #include "routing/headers.hpp"
 
@@ -40,6 +42,7 @@ attempt_verdict classify_attempt(const attempt_outcome& o) noexcept {
   attempt_verdict v;
   switch (o.kind) {
     case attempt_kind::cancelled: v.health = upstream_health::pending; break;
+    case attempt_kind::refused: v.health = upstream_health::pending; break;  // the upstream saw nothing
     case attempt_kind::send_failed:
       v.health = upstream_health::failed;
       v.refund = o.failure == errc::upstream_connect;  // it never reached the upstream
@@ -82,7 +85,7 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
     const attempt_outcome outcome = co_await attempt(ctx, call, x);
     if (outcome.kind == attempt_kind::cancelled) co_return;
     ctx.trace.attempt_ended(static_cast<int>(outcome.status),
-                            outcome.kind == attempt_kind::send_failed || outcome.kind == attempt_kind::body_failed);
+                            outcome.kind != attempt_kind::answered);
     const attempt_verdict v = classify_attempt(outcome);
     const auto now = runtime::steady::now();
     if (v.health == upstream_health::succeeded) x.lease.succeeded();
@@ -191,9 +194,13 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   x.status = 0;
   const std::size_t idx = x.lease.index();
   auto& u = x.lease.upstream();
-  prepare_attempt(call, u, ctx.path, cfg_.router.settings().usage);
+  const auto refusal = prepare_attempt(call, u, ctx.path, cfg_.router.settings().usage);
   // Each attempt is a span of its own: its traceparent names it, so a retry is a sibling.
   const auto& span = ctx.trace.attempt_began(u.spec.name, u.target.host, u.target.port);
+  if (refusal) {
+    x.failure = *refusal;
+    co_return attempt_outcome{attempt_kind::refused};
+  }
   call.req.set("traceparent", ctx.trace.traceparent_for(span));
   if (ctx.trace.trace_state().empty()) call.req.erase("tracestate");
   else call.req.set("tracestate", ctx.trace.trace_state());
@@ -238,6 +245,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
     }
     x.body = std::move(*b);
   }
+  if (u.spec.dialect == routing::upstream_dialect::anthropic) co_return adopt_anthropic_answer(x, ctx, call, out);
   co_return out;
 }
 

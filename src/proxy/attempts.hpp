@@ -33,6 +33,11 @@ struct upstream_call {
   // May the body be rewritten to ask for usage (streams of chat/completions that did not ask)?
   bool may_inject_usage = false;
   bool key_counts_tokens = false;  // the client key has a tpm budget: usage is worth asking for
+  // An Anthropic upstream's attempt (anthropic_upstream.hpp): the Messages body, translated at the
+  // first such attempt; while `body_translated`, the request carries it and this holds the chat body.
+  std::string other_dialect_body;
+  bool body_translated = false;
+  bool client_asked_usage = false;  // the chat body asked for usage before any injection
 };
 
 // The answer an exchange came to. Lives in the pipeline's frame and is never moved: the response
@@ -61,6 +66,7 @@ enum class attempt_kind : std::uint8_t {
   send_failed,  // no response: connect, TLS, send or head failed
   body_failed,  // a whole answer's body could not be read
   cancelled,    // the request was cancelled meanwhile
+  refused,      // the request cannot be sent to this upstream (its dialect cannot carry it): final
 };
 
 struct attempt_outcome {

@@ -1,6 +1,7 @@
 #include "proxy/upstream_monitor.hpp"
 
 #include "observability/log.hpp"
+#include "proxy/anthropic_upstream.hpp"
 #include "routing/engine_pressure.hpp"
 
 namespace sluice::proxy {
@@ -66,10 +67,13 @@ task<bool> upstream_monitor::sleep(loop_state& st, duration d) {
   co_return !stopping_;
 }
 
-task<result<std::string>> upstream_monitor::fetch(upstream::client& c, std::string path, std::string authorization,
-                                                  upstream::abort_handle& abort, duration limit) {
+task<result<std::string>> upstream_monitor::fetch(upstream::client& c, std::string path,
+                                                  const routing::upstream_state* u, upstream::abort_handle& abort,
+                                                  duration limit) {
   upstream::request req{bhttp::verb::get, path, 11};
-  if (!authorization.empty()) req.set(bhttp::field::authorization, authorization);
+  // The probe's credential, in the upstream's own style (an engine scrape sends none).
+  if (u && u->spec.dialect == routing::upstream_dialect::anthropic) set_anthropic_credentials(req, *u, u->authorization);
+  else if (u && !u->authorization.empty()) req.set(bhttp::field::authorization, u->authorization);
   req.set(bhttp::field::accept, "*/*");
   auto sent = co_await c.send(req, abort, limit);
   if (!sent) co_return std::move(sent).err();
@@ -91,7 +95,7 @@ task<void> upstream_monitor::probe_loop(std::size_t i, loop_state* st) {
   while (!stopping_) {
     upstream::abort_handle abort;
     st->in_flight = &abort;
-    auto got = co_await fetch(*st->client, st->path, u.authorization, abort, scrape_limit);
+    auto got = co_await fetch(*st->client, st->path, &u, abort, scrape_limit);
     st->in_flight = nullptr;
     if (stopping_) break;
     const bool ok_now = got.has_value();
@@ -115,7 +119,7 @@ task<void> upstream_monitor::engine_loop(std::size_t i, loop_state* st) {
   while (!stopping_) {
     upstream::abort_handle abort;
     st->in_flight = &abort;
-    auto got = co_await fetch(*st->client, st->path, std::string(), abort, scrape_limit);
+    auto got = co_await fetch(*st->client, st->path, nullptr, abort, scrape_limit);
     st->in_flight = nullptr;
     if (stopping_) break;
     if (got) {

@@ -29,7 +29,7 @@ class upstream_monitor {
   void stop();
 
   // One GET of `path` on `c`; the body when the answer is 2xx (bounded), else an error. Public for tests.
-  static task<result<std::string>> fetch(upstream::client& c, std::string path, std::string authorization,
+  static task<result<std::string>> fetch(upstream::client& c, std::string path, const routing::upstream_state* u,
                                          upstream::abort_handle& abort, duration limit);
 
  private:

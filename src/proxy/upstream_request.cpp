@@ -5,6 +5,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "proxy/anthropic_upstream.hpp"
+
 namespace sluice::proxy {
 
 namespace json = boost::json;
@@ -77,8 +79,9 @@ upstream_call make_upstream_call(http::request& client, std::string_view request
   return call;
 }
 
-void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
-                     routing::usage_mode mode) {
+std::optional<error> prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
+                                     routing::usage_mode mode) {
+  restore_chat_body(call);
   auto& req = call.req;
   req.target(u.target.base_path + std::string(path));
   // Who is billed goes with whose key: the upstream's configured organization and project with
@@ -100,14 +103,19 @@ void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std:
     req.erase("openai-organization");
     req.erase("openai-project");
   }
-  if (!call.may_inject_usage) return;
+  if (call.may_inject_usage) inject_usage(call, u, mode);
+  if (u.spec.dialect == routing::upstream_dialect::anthropic) return address_anthropic(call, u, path);
+  return std::nullopt;
+}
+
+void inject_usage(upstream_call& call, const routing::upstream_state& u, routing::usage_mode mode) {
   // Ask for usage where a token budget is to be settled (the upstream's or the client key's); the
   // relay strips it again.
   const bool want = mode == routing::usage_mode::always || u.pace->has_token_budget() || call.key_counts_tokens;
   if (want == call.usage_injected) return;
-  if (want && call.alternate_body.empty()) call.alternate_body = with_usage_requested(req.body());
+  if (want && call.alternate_body.empty()) call.alternate_body = with_usage_requested(call.req.body());
   if (!call.alternate_body.empty()) {
-    std::swap(req.body(), call.alternate_body);
+    std::swap(call.req.body(), call.alternate_body);
     call.usage_injected = want;
   }
 }

@@ -4,6 +4,7 @@
 // functions over Beast messages; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,9 +30,13 @@ upstream_call make_upstream_call(http::request& client, std::string_view request
                                  bool may_inject_usage);
 
 // What one attempt on `u` sends: the path under u's base, u's key (or the client's, or none), and
-// under usage injection the body variant that asks for usage when u has a token budget to settle.
-void prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
-                     routing::usage_mode mode);
+// under usage injection the body variant that asks for usage when u has a token budget to settle;
+// for an Anthropic upstream, all of it in its dialect (anthropic_upstream.hpp). An error: the
+// request cannot be sent to u.
+std::optional<error> prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
+                                     routing::usage_mode mode);
+// The usage-injection part of prepare_attempt.
+void inject_usage(upstream_call& call, const routing::upstream_state& u, routing::usage_mode mode);
 
 // The body with stream_options.include_usage set; empty when it cannot be rewritten.
 std::string with_usage_requested(const std::string& body);

@@ -23,6 +23,13 @@ result<void> parse_usage_mode(std::string_view v, usage_mode& out) {
   return ok;
 }
 
+result<void> parse_dialect(std::string_view v, upstream_dialect& out) {
+  if (v == "openai") out = upstream_dialect::openai;
+  else if (v == "anthropic") out = upstream_dialect::anthropic;
+  else return error::make(errc::bad_request, "expected openai or anthropic, got '" + std::string(v) + "'");
+  return ok;
+}
+
 result<void> parse_share(std::string_view v, double& out) {
   try {
     std::size_t used = 0;
@@ -66,7 +73,12 @@ void upstream_spec::register_options(config::option_table& t) {
            organization)
       .add("project", "OpenAI-Project sent with this upstream's key (the client's is never sent with it)", project)
       .add("engine-metrics", "Prometheus URL of the inference engine behind it (vLLM, llama.cpp)",
-           engine_metrics);
+           engine_metrics)
+      .add_custom({"dialect", "the API it speaks: openai, or anthropic (the Messages API, behind /v1/chat/completions)",
+                   "openai", [this](std::string_view v) { return parse_dialect(v, dialect); }})
+      .add("anthropic-version", "anthropic-version header sent to an anthropic upstream", anthropic_version)
+      .add("default-max-tokens", "anthropic upstreams: max_tokens for a chat request that names none",
+           default_max_tokens);
 }
 
 result<std::vector<upstream_spec>> parse_upstreams_yaml(std::string_view yaml_text) {
@@ -89,7 +101,8 @@ result<std::vector<upstream_spec>> parse_upstreams_yaml(std::string_view yaml_te
 
 void options::register_options(config::option_table& t) {
   t.add_node("upstreams", "list of upstreams: name, url, key-env, weight, models, max-concurrent, "
-                          "requests-per-minute, tokens-per-minute, probe, engine-metrics, organization, project",
+                          "requests-per-minute, tokens-per-minute, probe, engine-metrics, organization, project, "
+                          "dialect, anthropic-version, default-max-tokens",
              [this](const YAML::Node& n) -> result<void> {
                if (!n.IsSequence()) return error::make(errc::bad_request, "expected a list of upstreams");
                std::size_t i = upstreams.size();
@@ -150,6 +163,9 @@ result<void> options::finish(const std::vector<std::string>& flag_urls, const st
     if (s.weight == 0) return error::make(errc::bad_request, where + ": weight: must be at least 1");
     auto u = config::parse_url(s.url);
     if (!u) return error::make(errc::bad_request, where + ": url: " + u.err().message);
+    if (s.default_max_tokens == 0 || s.default_max_tokens > std::uint64_t{0x7fffffff})
+      return error::make(errc::bad_request, where + ": default-max-tokens: must be 1..2147483647");
+    if (s.anthropic_version.empty()) return error::make(errc::bad_request, where + ": anthropic-version: must not be empty");
     if (!s.engine_metrics.empty()) {
       auto m = config::parse_url(s.engine_metrics);
       if (!m) return error::make(errc::bad_request, where + ": engine-metrics: " + m.err().message);

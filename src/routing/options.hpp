@@ -19,6 +19,10 @@ namespace sluice::routing {
 
 using namespace std::chrono_literals;
 
+// The API an upstream speaks. The gateway's routes are OpenAI's; an Anthropic upstream serves
+// /v1/chat/completions translated to and from its Messages API (docs/dialects.md).
+enum class upstream_dialect : std::uint8_t { openai, anthropic };
+
 // One upstream, from an entry of the `upstreams:` config list or from one `--upstream URL` flag.
 // The longest `circuit-window` (a circuit's ring of outcomes has a fixed size: circuit_breaker.hpp).
 inline constexpr std::uint64_t max_circuit_window = 1024;
@@ -38,6 +42,11 @@ struct upstream_spec {
   // client's own values never go with the gateway's key.
   std::string organization;
   std::string project;
+  upstream_dialect dialect = upstream_dialect::openai;  // `dialect: openai | anthropic`
+  // Anthropic upstreams: the anthropic-version header sent, and max_tokens for a chat request
+  // that names none (the Messages API requires one; chat completions does not).
+  std::string anthropic_version = "2023-06-01";
+  std::uint64_t default_max_tokens = 4096;
 
   bool serves(std::string_view model) const;
   // Registers the per-upstream keys (name, url, key-env, weight, models, ...) on `t`.

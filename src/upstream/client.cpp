@@ -2,6 +2,9 @@
 
 #include <openssl/ssl.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core/error.hpp>
@@ -60,10 +63,17 @@ response::~response() {
 unsigned response::status() const { return conn_->parser().get().result_int(); }
 const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
 bool response::done() const { return conn_->parser().is_done(); }
-bool response::has_buffered_body() const noexcept { return conn_ && conn_->buffered() > 0; }
+bool response::has_buffered_body() const noexcept {
+  return conn_ && (conn_->buffered() > 0 || filtered_at_ < filtered_.size());
+}
 std::size_t response::buffer_capacity() const noexcept { return conn_ ? conn_->buffer_capacity() : 0; }
 void response::trim() noexcept {
   if (conn_) conn_->trim();
+  if (filtered_at_ == filtered_.size()) {
+    filtered_.clear();
+    filtered_.shrink_to_fit();
+    filtered_at_ = 0;
+  }
 }
 
 void response::expect_bulk(std::size_t bytes) {
@@ -80,12 +90,39 @@ void response::abort() noexcept {
 result<std::size_t> response::read_buffered(char* dst, std::size_t cap) {
   // Decodes what is already buffered into dst: every chunk one socket read brought goes out with
   // one write of the relay.
+  if (filter_) return read_filtered(dst, cap);
   return decode_buffered(conn_->parser(), conn_->buffer(), dst, cap);
+}
+
+result<std::size_t> response::read_filtered(char* dst, std::size_t cap) {
+  // dst takes the decoded bytes first (the filter's input), then the filter's output.
+  while (filtered_at_ == filtered_.size()) {
+    filtered_.clear();
+    filtered_at_ = 0;
+    auto& p = conn_->parser();
+    if (p.is_done()) {
+      if (filter_ended_) return std::size_t{0};
+      filter_ended_ = true;
+      filter_->end(filtered_);
+      continue;
+    }
+    auto got = decode_buffered(p, conn_->buffer(), dst, cap);
+    if (!got) return got;
+    if (*got == 0) {
+      if (!p.is_done()) return std::size_t{0};
+      continue;  // that completed the body: the filter's end is next
+    }
+    filter_->feed(std::string_view(dst, *got), filtered_);
+  }
+  const std::size_t n = std::min(cap, filtered_.size() - filtered_at_);
+  std::memcpy(dst, filtered_.data() + filtered_at_, n);
+  filtered_at_ += n;
+  return n;
 }
 
 std::optional<result<std::size_t>> response::try_read(char* dst, std::size_t cap) {
   auto& p = conn_->parser();
-  if (!p.is_done()) {
+  if (!p.is_done() || filter_) {  // a filter may still owe bytes once the body is done
     // The socket is read only when nothing decodable is left in the buffer.
     auto got = read_buffered(dst, cap);
     if (!got || *got > 0) return got;

@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "runtime/asio.hpp"
+#include "upstream/body_filter.hpp"
 #include "upstream/options.hpp"
 #include "upstream/url.hpp"
 
@@ -82,6 +83,9 @@ class response {
   void expect_bulk(std::size_t bytes);
   // Closes the connection now (it will not go back to the pool).
   void abort() noexcept;
+  // From now on every read returns what `f` makes of the body (body_filter.hpp), not its bytes.
+  // Set before the first body read.
+  void set_filter(std::unique_ptr<body_filter> f) noexcept { filter_ = std::move(f); }
   // The caller checks idleness itself (a watchdog tick, see proxy::sse_relay) and aborts the
   // response when idle_timeout() passes without a read completing: body reads then run without a
   // per-read timer (each armed and cancelled timer costs a trip through the event loop).
@@ -92,11 +96,18 @@ class response {
   void set_connect_time(duration d) noexcept { connect_time_ = d; }
 
  private:
+  // With a filter: decodes into dst, feeds the filter, serves its output (read_buffered's answer).
+  result<std::size_t> read_filtered(char* dst, std::size_t cap);
+
   std::unique_ptr<connection> conn_;
   std::weak_ptr<pool> home_;
   abort_handle& abort_;
   duration connect_time_{};
   bool idle_watched_ = false;
+  std::unique_ptr<body_filter> filter_;
+  std::string filtered_;         // the filter's output not yet read
+  std::size_t filtered_at_ = 0;  // how much of it was read
+  bool filter_ended_ = false;    // the filter was told the body ended
 };
 
 struct client_stats {
