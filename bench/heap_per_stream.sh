@@ -6,6 +6,7 @@
 # about one or more allocation per stream ("1024 x1.00" = one 1 KiB block per stream).
 #
 #   bash bench/heap_per_stream.sh [N=2000] [extra sluice serve flags...]
+#   DIALECT=anthropic bash bench/heap_per_stream.sh   # the simulator as an upstream of that dialect
 #
 # The shim counts malloc'd bytes (usable size), so the heap figure excludes allocator overhead and
 # fragmentation; RSS includes them. Loopback only; every process it starts is stopped on exit.
@@ -30,7 +31,12 @@ wait_port() {
 "$BIN" sim --listen 127.0.0.1:0 --tokens 30 --token-delay 1s >"$work/sim.log" 2>&1 &
 pids+=($!)
 sim_port=$(wait_port "$work/sim.log")
-LD_PRELOAD="$work/heapcount.so" "$BIN" serve --listen 127.0.0.1:0 --threads 2 --upstream "http://127.0.0.1:$sim_port" \
+upstream=(--upstream "http://127.0.0.1:$sim_port")
+if [ -n "${DIALECT:-}" ]; then
+  printf 'upstreams:\n  - url: http://127.0.0.1:%s\n    dialect: %s\n' "$sim_port" "$DIALECT" >"$work/upstream.yaml"
+  upstream=(--config "$work/upstream.yaml")
+fi
+LD_PRELOAD="$work/heapcount.so" "$BIN" serve --listen 127.0.0.1:0 --threads 2 "${upstream[@]}" \
   --max-streams $((N * 2)) --log-level warn "$@" >"$work/gw.log" 2>&1 &
 gw=$!
 pids+=($gw)

@@ -18,6 +18,9 @@
 #   request       1-token streams, 8 at a time: accept, parse, upstream exchange, head, one write
 #   messages_chunk  paced_chunk's streams asked for as the Anthropic Messages API (/v1/messages):
 #                 the translating relay (issue 33), the request's translation in its 1/32 share
+#   anthropic_upstream_chunk  paced_chunk's streams asked for as chat completions of an upstream
+#                 of `dialect: anthropic` (the simulator's /v1/messages): the body filter that turns
+#                 Messages events into chat chunks before the relay reads them (ADR 0025)
 # Env: SLUICE (build/sluice), NO_BUILD (0), SLUICE_BASELINE, OUT (bench/out/instructions-<time>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,18 +46,25 @@ if [ -n "${SLUICE_BASELINE:-}" ]; then
   BASE_BIN=$(bench_private_copy "$SLUICE_BASELINE" "$BENCH_TMP/baseline")
 fi
 
-# per_unit NAME BIN SIM_FLAGS CONCURRENCY SHORT LONG UNITS_PER_REQUEST [FLOOD_FLAGS] -> instructions per unit
+# per_unit NAME BIN SIM_FLAGS CONCURRENCY SHORT LONG UNITS_PER_REQUEST [FLOOD_FLAGS] [DIALECT]
+#   -> instructions per unit (DIALECT: the upstream's, openai by default)
 per_unit() {
-  local name=$1 bin=$2 sim_flags=$3 conc=$4 short=$5 long=$6 units=$7 flood_flags=${8:-} sim_port small large
+  local name=$1 bin=$2 sim_flags=$3 conc=$4 short=$5 long=$6 units=$7 flood_flags=${8:-} dialect=${9:-openai}
+  local sim_port small large upstream
   sim_port=$(bench_free_port)
   # shellcheck disable=SC2086  # sim_flags is a list of flags
   bench_spawn "$OUT/sim-$name.log" "$BIN" sim --listen 127.0.0.1:"$sim_port" --threads 1 --ttft 0s $sim_flags
   local sim_pid=$BENCH_LAST_PID
   bench_wait_tcp "$sim_port" "$sim_pid" || bench_die "sim did not start"
+  upstream=("$sim_port")
+  if [ "$dialect" != openai ]; then  # the simulator as an upstream of that dialect
+    printf 'upstreams:\n  - url: http://127.0.0.1:%s\n    dialect: %s\n' "$sim_port" "$dialect" >"$OUT/$name.yaml"
+    upstream=(- --config "$OUT/$name.yaml")
+  fi
   # shellcheck disable=SC2086  # flood_flags is a list of flags
-  small=$(bench_callgrind_flood "$OUT/$name-short.log" "$bin" "$sim_port" -- --concurrency "$conc" --requests "$short" $flood_flags)
+  small=$(bench_callgrind_flood "$OUT/$name-short.log" "$bin" "${upstream[@]}" -- --concurrency "$conc" --requests "$short" $flood_flags)
   # shellcheck disable=SC2086
-  large=$(bench_callgrind_flood "$OUT/$name-long.log" "$bin" "$sim_port" -- --concurrency "$conc" --requests "$long" $flood_flags)
+  large=$(bench_callgrind_flood "$OUT/$name-long.log" "$bin" "${upstream[@]}" -- --concurrency "$conc" --requests "$long" $flood_flags)
   bench_stop "$sim_pid"
   [[ $small =~ ^[0-9]+$ && $large =~ ^[0-9]+$ && $large -gt $small ]] ||
     bench_die "$name: no instruction totals from callgrind (short '$small', long '$large'; see $OUT/$name-*.log)"
@@ -67,6 +77,7 @@ measure() {  # TARGET BIN -> lines "TARGET FIGURE VALUE"
   echo "$t fast_chunk $(per_unit "$t-fast" "$bin" "--tokens 2000 --token-delay 0s" 4 4 12 2000)"
   echo "$t request $(per_unit "$t-request" "$bin" "--tokens 1 --token-delay 0s" 8 200 1200 1)"
   echo "$t messages_chunk $(per_unit "$t-messages" "$bin" "--tokens 32 --token-delay 20ms" 8 8 24 32 "--path /v1/messages")"
+  echo "$t anthropic_upstream_chunk $(per_unit "$t-anthropic" "$bin" "--tokens 32 --token-delay 20ms" 8 8 24 32 "" anthropic)"
 }
 
 bench_log "callgrind: this build${BASE_BIN:+ and the baseline}; load $(bench_load)"
@@ -79,7 +90,7 @@ over=0
 {
   echo "| figure | sluice | baseline | new / old | budget |"
   echo "|---|---|---|---|---|"
-  for f in paced_chunk fast_chunk request messages_chunk; do
+  for f in paced_chunk fast_chunk request messages_chunk anthropic_upstream_chunk; do
     new=$(awk -v f="$f" '$1 == "sluice" && $2 == f {print $3}' "$OUT/figures.txt")
     old=$(awk -v f="$f" '$1 == "baseline" && $2 == f {print $3}' "$OUT/figures.txt")
     ratio=$([ -n "$old" ] && awk -v a="$new" -v b="$old" 'BEGIN {printf "%.3f", a / b}' || echo "–")

@@ -163,16 +163,18 @@ bench_trace_flags() {
 # bench_callgrind_flood LOG BIN SIM_PORT [SERVE FLAGS...] -- [FLOOD FLAGS...] : runs BIN's `serve
 # --threads 1` under callgrind in front of the simulator on SIM_PORT, sends it one flood (this
 # build's load generator, $BIN, with FLOOD FLAGS), stops it, and prints its total user-space
-# instructions. The flood's JSON goes to LOG.flood.json; a failed flood ends the script.
+# instructions. The flood's JSON goes to LOG.flood.json; a failed flood ends the script. SIM_PORT
+# "-": the serve flags name the upstream themselves (a --config with an upstreams: list).
 bench_callgrind_flood() {
   local log=$1 bin=$2 sim=$3 serve=() port pid out
   shift 3
+  [ "$sim" = - ] || serve+=(--upstream http://127.0.0.1:"$sim")
   while [ $# -gt 0 ] && [ "$1" != -- ]; do serve+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   port=$(bench_free_port)
   out=$(mktemp "$BENCH_TMP/callgrind.XXXXXX")
   bench_spawn "$log" valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" serve --listen 127.0.0.1:"$port" \
-    --upstream http://127.0.0.1:"$sim" --threads 1 --log-level warn --drain-delay 0s "${serve[@]}"
+    --threads 1 --log-level warn --drain-delay 0s "${serve[@]}"
   pid=$BENCH_LAST_PID
   bench_wait_tcp "$port" "$pid" || bench_die "sluice under valgrind did not start (see $log)"
   "$BIN" flood --target "http://127.0.0.1:$port" --json --progress=false "$@" >"$log.flood.json" ||

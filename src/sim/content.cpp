@@ -21,12 +21,6 @@ constexpr std::array<std::string_view, 32> words{
 
 constexpr std::string_view alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-void append_uint(std::string& out, std::uint64_t v) {
-  char buf[24];
-  int n = std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
-  out.append(buf, static_cast<std::size_t>(n));
-}
-
 void append_json_string(std::string& out, std::string_view s) { out += json::serialize(json::string_view(s.data(), s.size())); }
 
 std::uint64_t splitmix(std::uint64_t& state) noexcept {
@@ -37,6 +31,12 @@ std::uint64_t splitmix(std::uint64_t& state) noexcept {
 }
 
 }  // namespace
+
+void append_uint(std::string& out, std::uint64_t v) {
+  char buf[24];
+  int n = std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+  out.append(buf, static_cast<std::size_t>(n));
+}
 
 generator::generator(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size,
                      std::uint32_t choice)
@@ -54,13 +54,13 @@ generator::generator(const completion_request& req, std::uint64_t tokens, std::u
   // Ids and `created` come from the request hash, never a counter or the clock, so that repeated
   // identical requests are byte-identical.
   std::uint64_t idstate = req.hash ^ 0x1d1d1d1dull;
-  id_ = kind_ == api::chat ? "chatcmpl-" : kind_ == api::responses ? "resp_" : "cmpl-";
+  id_ = kind_ == api::chat ? "chatcmpl-" : kind_ == api::responses ? "resp_" : kind_ == api::messages ? "msg_" : "cmpl-";
   for (int i = 0; i < 24; ++i) id_.push_back(alphabet[splitmix(idstate) % alphabet.size()]);
   created_ = 1'700'000'000 + splitmix(idstate) % 50'000'000;
   if (kind_ != api::completion && !req.tool_call.empty()) {
     tool_name_ = req.tool_call;  // checked by valid_function_name: JSON-safe as it is
     std::uint64_t callstate = idstate ^ (0x5bd1e995ull * (choice + 1));
-    call_id_ = "call_";
+    call_id_ = kind_ == api::messages ? "toolu_" : "call_";
     for (int i = 0; i < 24; ++i) call_id_.push_back(alphabet[splitmix(callstate) % alphabet.size()]);
   }
 
@@ -122,6 +122,7 @@ void generator::append_chunk_close(std::string& j, std::string_view finish) cons
 }
 
 void generator::append_role_chunk(std::string& out) {
+  if (kind_ == api::messages) return append_message_open(out);
   if (kind_ == api::responses) return append_response_open(out);
   append_chunk_open(json_);
   if (calls_tool()) {
@@ -138,6 +139,7 @@ void generator::append_role_chunk(std::string& out) {
 }
 
 void generator::append_token_chunk(std::string& out) {
+  if (kind_ == api::messages) return append_message_delta(out);
   if (kind_ == api::responses) return append_response_delta(out);
   append_chunk_open(json_);
   if (calls_tool()) {  // an argument piece
@@ -156,6 +158,7 @@ void generator::append_token_chunk(std::string& out) {
 }
 
 void generator::append_finish_chunk(std::string& out) {
+  if (kind_ == api::messages) return append_message_close(out);
   if (kind_ == api::responses) return append_response_close(out);
   append_chunk_open(json_);
   json_ += kind_ == api::chat ? "\"delta\":{}" : "\"text\":\"\"";
@@ -182,6 +185,7 @@ void generator::append_usage_chunk(std::string& out) {
 }
 
 void generator::append_malformed_event(std::string& out) {
+  if (kind_ == api::messages) return append_message_error(out);
   // Truncated JSON: what a broken upstream or a cut proxy buffer looks like to a gateway.
   json_.assign(head_);
   json_ += "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"sim-malformed";
@@ -201,6 +205,7 @@ std::string generator::full_text() const {
 
 std::string generator::body() {
   if (kind_ == api::responses) return response_body();
+  if (kind_ == api::messages) return message_body();
   return whole_body(std::span<generator>(this, 1));
 }
 
@@ -255,7 +260,7 @@ std::string generator::whole_body(std::span<generator> choices) {
 
 choice_set::choice_set(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size,
                        const std::optional<std::string>& content, const std::vector<std::string>& per_choice) {
-  const std::uint32_t n = req.kind == api::responses ? 1 : std::max<std::uint32_t>(req.n, 1);
+  const std::uint32_t n = req.kind == api::responses || req.kind == api::messages ? 1 : std::max<std::uint32_t>(req.n, 1);
   gens_.reserve(n);
   std::uint64_t total = 0;
   static const std::string no_arguments = "{}";  // a tool call without x-sim-content
@@ -286,7 +291,7 @@ void choice_set::append_step(std::string& out, std::uint64_t i) {
 void choice_set::append_usage_chunk(std::string& out) { gens_.front().append_usage_chunk(out); }
 
 std::string choice_set::body() {
-  if (!gens_.front().has_done_marker()) return gens_.front().body();  // the Responses API
+  if (!gens_.front().has_done_marker()) return gens_.front().body();  // the Responses and Messages APIs
   return generator::whole_body(gens_);
 }
 

@@ -16,6 +16,9 @@
 
 namespace sluice::sim {
 
+// Appends v in decimal (the generators write their JSON by hand).
+void append_uint(std::string& out, std::uint64_t v);
+
 class generator {
  public:
   // `choice`: this generator's choice index (n > 1); choice 0 is exactly the single-choice answer,
@@ -40,13 +43,17 @@ class generator {
   // Chat streams open with a role chunk; legacy completions have none. For the Responses API the
   // same calls produce its typed events (responses_content.cpp): the "role chunk" is
   // response.created .. response.content_part.added, a token chunk is response.output_text.delta,
-  // the finish chunk is response.output_text.done .. response.completed; it has no [DONE].
+  // the finish chunk is response.output_text.done .. response.completed; it has no [DONE]. The
+  // Messages API's (messages.cpp) likewise: message_start, content_block_start and ping; one
+  // content_block_delta per token; content_block_stop, message_delta and message_stop.
   bool has_role_chunk() const noexcept { return kind_ != api::completion; }
-  bool has_done_marker() const noexcept { return kind_ != api::responses; }
+  bool has_done_marker() const noexcept { return kind_ != api::responses && kind_ != api::messages; }
   void append_role_chunk(std::string& out);
   void append_token_chunk(std::string& out);  // the next token
   void append_finish_chunk(std::string& out);
   void append_usage_chunk(std::string& out);  // only sent when stream_options.include_usage
+  // A non-JSON event; the Messages API's is instead Anthropic's in-band error event
+  // (`event: error`, an overloaded_error), after which its stream ends.
   void append_malformed_event(std::string& out);
   static void append_done(std::string& out);
 
@@ -72,6 +79,17 @@ class generator {
   std::string message_item(std::string_view status, std::string_view text_json) const;
   std::string function_call_item(std::string_view status, std::string_view arguments_json) const;
   void append_typed_event(std::string& out, std::string_view type, std::string_view fields);
+  // Messages API (messages.cpp).
+  void append_message_open(std::string& out);
+  void append_message_delta(std::string& out);
+  void append_message_close(std::string& out);
+  void append_message_error(std::string& out);
+  std::string message_body() const;
+  std::string_view stop_reason() const noexcept;  // end_turn, max_tokens or tool_use
+  std::string_view model_json() const;            // the model as a JSON string, from head_
+  // The tool call's arguments as the whole answer's `input`: the raw text the tokens carry when it
+  // is JSON, else that text as a JSON string.
+  std::string tool_input_json() const;
   // Every token's text from the start (a replay of the same deterministic sequence), JSON-escaped.
   std::string full_text() const;
 
@@ -96,10 +114,10 @@ class generator {
   std::string json_;   // scratch for one event's JSON, reused
 };
 
-// The choices of one response: one generator per index 0..n-1 (the Responses API has one). Each
-// outputs `content` when given (a tool call's arguments when the request calls a tool; "{}" when
-// no content is given), or with `per_choice` non-empty its element i (the last one past its
-// end); the texts must outlive this. Token counts (and so finish reasons) are per choice.
+// The choices of one response: one generator per index 0..n-1 (the Responses and Messages APIs
+// have one). Each outputs `content` when given (a tool call's arguments when the request calls a
+// tool; "{}" when no content is given), or with `per_choice` non-empty its element i (the last one
+// past its end); the texts must outlive this. Token counts (and so finish reasons) are per choice.
 class choice_set {
  public:
   choice_set(const completion_request& req, std::uint64_t tokens, std::uint64_t token_size,

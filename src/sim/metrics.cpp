@@ -50,6 +50,16 @@ std::string engine_metrics_text(std::string_view model, const engine_sample& s) 
   family(out, "llamacpp:requests_processing", "gauge", "Number of requests processing.", labels, running);
   family(out, "llamacpp:requests_deferred", "gauge", "Number of requests deferred.", labels,
          std::to_string(s.settable.deferred));
+  out.append("# HELP sim_requests_total Completion requests received by the simulator, by route.\n");
+  out.append("# TYPE sim_requests_total counter\n");
+  for (std::size_t i = 0; i < api_count; ++i)
+    out.append("sim_requests_total{model_name=\"")
+        .append(label_value(model))
+        .append("\",route=\"")
+        .append(route_of(static_cast<api>(i)))
+        .append("\"} ")
+        .append(std::to_string(s.requests_by_api[i]))
+        .append("\n");
   return out;
 }
 

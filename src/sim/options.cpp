@@ -48,7 +48,9 @@ void options::register_options(config::option_table& t) {
       .add_size("max-body", "largest accepted request body", max_body_bytes)
       .add_size("max-header", "largest accepted request head", max_header_bytes)
       .add("spaced-json", "write JSON with a space after every ':' and ',' (as Python's json.dumps does)",
-           spaced_json);
+           spaced_json)
+      .add("require-key", "API key the /v1 routes require: Authorization: Bearer KEY, or x-api-key: KEY on /v1/messages",
+           require_key);
 }
 
 result<void> options::validate() const {

@@ -312,6 +312,24 @@ status_fault pick_status_fault(const request_settings& s, const options& opts, d
   return status_fault::none;
 }
 
+std::string_view route_of(api kind) noexcept {
+  switch (kind) {
+    case api::chat: return "/v1/chat/completions";
+    case api::completion: return "/v1/completions";
+    case api::responses: return "/v1/responses";
+    case api::messages: return "/v1/messages";
+  }
+  return {};
+}
+
+std::uint64_t request_hash(api kind, std::string_view body, std::uint64_t seed) noexcept {
+  const std::uint64_t salt = kind == api::chat         ? 0x63686174ull
+                             : kind == api::completion ? 0x636d706cull
+                             : kind == api::responses  ? 0x72657370ull
+                                                       : 0x6d657373ull;
+  return mix(fnv1a(body, mix(seed ^ salt)));
+}
+
 result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed) {
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec);
@@ -334,8 +352,7 @@ result<completion_request> parse_completion(api kind, std::string_view body, std
     r.tool_call = std::move(*tool);
   }
   r.prompt_tokens = std::max<std::uint64_t>(1, (size->bytes + 3) / 4 + size->overhead);
-  const std::uint64_t salt = kind == api::chat ? 0x63686174ull : kind == api::completion ? 0x636d706cull : 0x72657370ull;
-  r.hash = mix(fnv1a(body, mix(seed ^ salt)));
+  r.hash = request_hash(kind, body, seed);
   return r;
 }
 

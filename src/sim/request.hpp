@@ -15,8 +15,12 @@
 
 namespace sluice::sim {
 
-// POST /v1/chat/completions, POST /v1/completions, POST /v1/responses
-enum class api { chat, completion, responses };
+// POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, POST /v1/messages (Anthropic)
+enum class api { chat, completion, responses, messages };
+inline constexpr std::size_t api_count = 4;
+
+// The route of each api ("/v1/messages"), as the stats and /metrics label requests.
+std::string_view route_of(api kind) noexcept;
 
 // Faults decided before the response headers (an error status instead of a completion).
 enum class status_fault { none, http_5xx, http_429, forced };
@@ -80,7 +84,11 @@ inline constexpr std::uint32_t max_choices = 128;
 // A function name as OpenAI accepts it: 1..64 of a-z, A-Z, 0-9, '_' and '-'.
 bool valid_function_name(std::string_view name) noexcept;
 
-// Parses and checks a completion request body (400-class errors with OpenAI's `param`).
+// Parses and checks a chat, completions or Responses request body (400-class errors with OpenAI's
+// `param`). Messages API bodies are parse_messages' (sim/messages.hpp).
 result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed);
+
+// The hash of (seed, kind, body) that drives a response's ids, `created` and text.
+std::uint64_t request_hash(api kind, std::string_view body, std::uint64_t seed) noexcept;
 
 }  // namespace sluice::sim

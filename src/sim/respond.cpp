@@ -18,6 +18,7 @@
 #include "core/openai_duration.hpp"
 #include "runtime/socket_io.hpp"
 #include "sim/content.hpp"
+#include "sim/messages.hpp"
 #include "sim/worker.hpp"
 
 namespace sluice::sim {
@@ -138,20 +139,23 @@ task<bool> flush(exchange& x) {
   co_return !ec;
 }
 
+// The status faults. The 5xx fault is a 500, or on the Messages API Anthropic's 529 overloaded_error.
 task<void> respond_status(exchange& x) {
   auto& w = x.c.owner;
   counters::inc(w.count.faults_injected);
   http::response<http::string_body> res;
+  const api kind = x.req.kind;
   unsigned status = x.fault == status_fault::forced ? static_cast<unsigned>(x.s.status)
                     : x.fault == status_fault::http_429 ? 429u
+                    : kind == api::messages             ? 529u
                                                         : 500u;
   if (status == 429) {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(x.s.retry_after).count();
     auto reset = format_openai_duration(x.s.retry_after);
-    res = make_error(429, x.keep_alive,
-                     "Rate limit reached for requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in " +
-                         reset + ".",
-                     "requests", {}, "rate_limit_exceeded");
+    res = make_api_error(kind, 429, x.keep_alive,
+                         "Rate limit reached for requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in " +
+                             reset + ".",
+                         "requests", {}, "rate_limit_exceeded");
     res.set(http::field::retry_after, std::to_string((ms + 999) / 1000));
     res.set("retry-after-ms", std::to_string(ms));
     res.set("x-ratelimit-limit-requests", "500");
@@ -162,11 +166,14 @@ task<void> respond_status(exchange& x) {
     res.set("x-ratelimit-reset-tokens", reset);
     set_ratelimit_headers(res, x.limits);  // with real limits on, their figures replace the fixed ones
   } else if (status >= 500) {
-    res = make_error(status, x.keep_alive, "The server had an error while processing your request. Sorry about that!",
-                     "server_error");
+    res = make_api_error(kind, status, x.keep_alive,
+                         kind != api::messages ? "The server had an error while processing your request. Sorry about that!"
+                         : status == 529       ? "Overloaded"
+                                               : "Internal server error",
+                         "server_error");
   } else {
-    res = make_error(status, x.keep_alive, "Simulated error status " + std::to_string(status),
-                     error_type_for_status(static_cast<int>(status)));
+    res = make_api_error(kind, status, x.keep_alive, "Simulated error status " + std::to_string(status),
+                         error_type_for_status(static_cast<int>(status)));
   }
   if (status != 429) set_ratelimit_headers(res, x.limits);
   x.end = co_await write_simple(x.c, res);
@@ -227,6 +234,15 @@ task<void> end_stream_by_fault(exchange& x, std::uint64_t i) {
   }
 }
 
+// The Messages API's in-band error event ends its stream, as Anthropic's do: after it, the last
+// HTTP chunk (the body ends cleanly; the stream counts as ended by a fault).
+task<void> end_stream_after_error(exchange& x) {
+  x.pending += "0\r\n\r\n";
+  x.close_stream();
+  const bool ok = co_await flush(x);
+  x.end = !ok ? response_end::peer_gone : x.keep_alive ? response_end::done : response_end::close;
+}
+
 // The stream's events from the first token to the last finish chunk. False: the stream ended
 // before (a fault, or the peer left).
 task<bool> stream_steps(exchange& x, choice_set& choices) {
@@ -246,6 +262,10 @@ task<bool> stream_steps(exchange& x, choice_set& choices) {
       counters::inc(x.c.owner.count.faults_injected);
       choices.front().append_malformed_event(x.event);
       frame_event(x);
+      if (x.req.kind == api::messages) {
+        co_await end_stream_after_error(x);
+        co_return false;
+      }
     }
     if (x.s.reset_after == i || x.s.stall_after == i) {
       co_await end_stream_by_fault(x, i);
@@ -340,9 +360,10 @@ std::string_view header(const http::request<http::string_body>& req, std::string
   return it == req.end() ? std::string_view{} : std::string_view(it->value());
 }
 
-// The 429 of limit-rpm / limit-tpm: OpenAI's body, when to retry, and the limits' figures.
-http::response<http::string_body> rate_limited(const rate_decision& d, bool keep_alive) {
-  auto res = make_error(429, keep_alive, rate_limit_message(d), d.exceeded, {}, "rate_limit_exceeded");
+// The 429 of limit-rpm / limit-tpm: OpenAI's body (Anthropic's on /v1/messages), when to retry, and
+// the limits' figures.
+http::response<http::string_body> rate_limited(api kind, const rate_decision& d, bool keep_alive) {
+  auto res = make_api_error(kind, 429, keep_alive, rate_limit_message(d), d.exceeded, {}, "rate_limit_exceeded");
   res.set(http::field::retry_after, std::to_string(ceil_seconds(d.retry_after)));
   res.set("retry-after-ms", std::to_string(ceil_ms(d.retry_after)));
   set_ratelimit_headers(res, &d);
@@ -393,6 +414,7 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   auto& w = c.owner;
   const bool keep = req.keep_alive();
   counters::inc(w.count.completion_requests);
+  counters::inc(w.count.completion_requests_by_api[static_cast<std::size_t>(kind)]);
   const gauge_hold running(w.count.completions_running);
   // The next script entry applies on top of the request's own headers, as if it were those headers.
   const std::optional<script_entry> entry = w.shared.control.pop();
@@ -400,12 +422,12 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
   if (entry) entry->apply(h);
   auto settings = resolve_settings(w.opts, h);
   if (!settings) {
-    auto res = make_error(400, keep, settings.err().message, "invalid_request_error");
+    auto res = make_api_error(kind, 400, keep, settings.err().message, "invalid_request_error");
     co_return co_await write_simple(c, res);
   }
-  auto creq = parse_completion(kind, req.body(), w.opts.seed);
+  auto creq = kind == api::messages ? parse_messages(req.body(), w.opts.seed) : parse_completion(kind, req.body(), w.opts.seed);
   if (!creq) {
-    auto res = make_error(400, keep, creq.err().message, "invalid_request_error", creq.err().param);
+    auto res = make_api_error(kind, 400, keep, creq.err().message, "invalid_request_error", creq.err().param);
     co_return co_await write_simple(c, res);
   }
   if (settings->tool_call && kind != api::completion) creq->tool_call = *settings->tool_call;
@@ -416,7 +438,7 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
     limits = w.shared.limiter->take(token_cost(*creq, *settings), std::chrono::steady_clock::now());
     if (!limits->allowed) {
       counters::inc(w.count.rate_limited);
-      auto res = rate_limited(*limits, keep);
+      auto res = rate_limited(kind, *limits, keep);
       co_return co_await write_simple(c, res);
     }
   }

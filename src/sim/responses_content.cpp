@@ -8,15 +8,6 @@
 #include "sse/parser.hpp"
 
 namespace sluice::sim {
-namespace {
-
-void append_uint(std::string& out, std::uint64_t v) {
-  char buf[24];
-  int n = std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
-  out.append(buf, static_cast<std::size_t>(n));
-}
-
-}  // namespace
 
 std::string generator::message_item(std::string_view status, std::string_view text_json) const {
   std::string j = "{\"id\":\"msg_" + id_.substr(5) + "\",\"type\":\"message\",\"status\":\"";

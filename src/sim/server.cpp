@@ -103,6 +103,7 @@ stats server::state::snapshot() const {
     s.requests_with_auth += get(c.requests_with_auth);
     s.faults_injected += get(c.faults_injected);
     s.completion_requests += get(c.completion_requests);
+    for (std::size_t i = 0; i < api_count; ++i) s.completion_requests_by_api[i] += get(c.completion_requests_by_api[i]);
     s.completions_running += get(c.completions_running);
     s.completions_succeeded += get(c.completions_succeeded);
     s.rate_limited += get(c.rate_limited);

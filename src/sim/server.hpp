@@ -1,8 +1,10 @@
-// sim::server: the OpenAI-compatible upstream simulator, in-process. It owns its worker threads (one
-// io_context and one SO_REUSEPORT listener each); start/stop/~server are for one owning thread (never
-// a worker thread), snapshot()/port()/control()/script_remaining() may be called from any thread.
+// sim::server: the OpenAI-compatible (and Anthropic Messages API) upstream simulator, in-process. It
+// owns its worker threads (one io_context and one SO_REUSEPORT listener each); start/stop/~server are
+// for one owning thread (never a worker thread), snapshot()/port()/control()/script_remaining() may
+// be called from any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -10,6 +12,7 @@
 #include "core/error.hpp"
 #include "runtime/asio.hpp"
 #include "sim/options.hpp"
+#include "sim/request.hpp"
 
 namespace sluice::sim {
 
@@ -30,9 +33,11 @@ struct stats {
   std::uint64_t responses_4xx = 0;      // 429s included
   std::uint64_t responses_5xx = 0;
   std::uint64_t responses_429 = 0;
-  std::uint64_t requests_with_auth = 0; // requests carrying an Authorization header (never logged)
+  std::uint64_t requests_with_auth = 0; // requests carrying an Authorization or x-api-key header (never logged)
   std::uint64_t faults_injected = 0;    // 5xx/429/forced statuses, stalls, resets, malformed events
-  std::uint64_t completion_requests = 0;  // chat/completions/responses requests received, whatever the answer
+  std::uint64_t completion_requests = 0;  // chat/completions/responses/messages requests received, whatever the answer
+  // completion_requests by route, indexed by api (route_of names each: "/v1/messages").
+  std::array<std::uint64_t, api_count> completion_requests_by_api{};
   std::uint64_t completions_running = 0;  // of those, being served now (vllm:num_requests_running)
   std::uint64_t completions_succeeded = 0;  // answered 2xx to the last byte (vllm:request_success_total)
   std::uint64_t rate_limited = 0;       // 429s from limit-rpm / limit-tpm (also in responses_429)

@@ -7,12 +7,20 @@
 
 #include "sim/content.hpp"
 #include "sim/embeddings.hpp"
+#include "sim/messages.hpp"
 #include "sim/moderations.hpp"
 #include "sim/metrics.hpp"
 #include "sim/worker.hpp"
 
 namespace sluice::sim {
 namespace {
+
+// {"/v1/chat/completions":N,"/v1/completions":N,"/v1/responses":N,"/v1/messages":N}
+boost::json::object by_route(const stats& s) {
+  boost::json::object o;
+  for (std::size_t i = 0; i < api_count; ++i) o[route_of(static_cast<api>(i))] = s.completion_requests_by_api[i];
+  return o;
+}
 
 std::string stats_body(const stats& s) {
   boost::json::object o{{"requests", s.requests},
@@ -30,6 +38,7 @@ std::string stats_body(const stats& s) {
                         {"requests_with_auth", s.requests_with_auth},
                         {"faults_injected", s.faults_injected},
                         {"completion_requests", s.completion_requests},
+                        {"completion_requests_by_route", by_route(s)},
                         {"completions_running", s.completions_running},
                         {"completions_succeeded", s.completions_succeeded},
                         {"rate_limited", s.rate_limited},
@@ -52,7 +61,8 @@ http::response<http::string_body> json_response(std::string body, bool keep_aliv
 
 http::response<http::string_body> metrics_response(worker& w, bool keep_alive) {
   const stats s = w.shared.snapshot();
-  engine_sample sample{s.completions_running, s.completions_succeeded, w.shared.control.engine()};
+  engine_sample sample{s.completions_running, s.completions_succeeded, w.shared.control.engine(),
+                       s.completion_requests_by_api};
   http::response<http::string_body> res{http::status::ok, 11};
   res.set(http::field::content_type, metrics_content_type);
   res.keep_alive(keep_alive);
@@ -81,6 +91,44 @@ http::response<http::string_body> model_response(const std::vector<std::string>&
                     "model_not_found");
 }
 
+// With --require-key the /v1 routes want the key: `Authorization: Bearer KEY`, or on /v1/messages
+// `x-api-key: KEY` (Authorization alone is refused there, as at Anthropic). /v1/messages also wants
+// `anthropic-version`. The refusal (401, or 400 naming the header), or nothing.
+std::optional<http::response<http::string_body>> refusal(const options& o, const http::request<http::string_body>& req,
+                                                         std::string_view target, bool keep) {
+  const bool messages = target == "/v1/messages";
+  auto value = [&req](auto name) -> std::optional<std::string_view> {
+    auto it = req.find(name);
+    return it == req.end() ? std::nullopt : std::optional<std::string_view>(it->value());
+  };
+  if (!o.require_key.empty() && target.starts_with("/v1/")) {
+    if (messages) {
+      auto key = value("x-api-key");
+      if (!key || *key != o.require_key)
+        return make_api_error(api::messages, 401, keep, key ? "invalid x-api-key" : "x-api-key header is required",
+                              "authentication_error");
+    } else {
+      auto auth = value(http::field::authorization);
+      if (!auth)
+        return make_error(401, keep, "You didn't provide an API key. You need to provide your API key in an "
+                          "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                          "invalid_request_error");
+      if (*auth != "Bearer " + o.require_key)
+        return make_error(401, keep, "Incorrect API key provided.", "invalid_request_error", {}, "invalid_api_key");
+    }
+  }
+  if (messages && req.method() == http::verb::post && !value("anthropic-version"))
+    return make_api_error(api::messages, 400, keep, "anthropic-version: header is required", "invalid_request_error");
+  return std::nullopt;
+}
+
+// The completion route of a path, if it is one.
+std::optional<api> completion_api(std::string_view target) {
+  for (std::size_t i = 0; i < api_count; ++i)
+    if (target == route_of(static_cast<api>(i))) return static_cast<api>(i);
+  return std::nullopt;
+}
+
 bool is_parse_error(const error_code& ec) {
   return ec.category() == boost::beast::http::make_error_code(http::error::bad_version).category() &&
          ec != http::error::end_of_stream && ec != http::error::partial_message;
@@ -92,10 +140,11 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   const bool keep = req.keep_alive();
   const bool post = req.method() == http::verb::post, get = req.method() == http::verb::get;
 
-  if (target == "/v1/chat/completions" || target == "/v1/completions" || target == "/v1/responses") {
+  auto refused = refusal(c.owner.opts, req, target, keep);
+  if (refused) co_return co_await write_simple(c, *refused);
+  if (const auto kind = completion_api(target)) {
     if (post) {
-      const api kind = target == "/v1/completions" ? api::completion : target == "/v1/responses" ? api::responses : api::chat;
-      auto end = co_await serve_completion(c, kind, req);
+      auto end = co_await serve_completion(c, *kind, req);
       co_return end;
     }
   } else if (target == "/v1/embeddings" || target == "/v1/moderations") {
@@ -142,9 +191,17 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
 
 }  // namespace
 
+http::response<http::string_body> make_api_error(api kind, unsigned status, bool keep_alive, std::string_view message,
+                                                 std::string_view type, std::string_view param, std::string_view code) {
+  auto res = make_error(status, keep_alive, message, type, param, code);
+  if (kind == api::messages) res.body() = anthropic_error_body(anthropic_error_type(static_cast<int>(status)), message);
+  return res;
+}
+
 http::response<http::string_body> make_error(unsigned status, bool keep_alive, std::string_view message,
                                              std::string_view type, std::string_view param, std::string_view code) {
   http::response<http::string_body> res{static_cast<http::status>(status), 11};
+  if (status == 529) res.reason("Overloaded");  // Anthropic's status, unknown to Beast
   res.set(http::field::content_type, "application/json");
   res.keep_alive(keep_alive);
   res.body() = error_body(message, type, param, code);
@@ -176,7 +233,8 @@ task<void> run_session(tcp::socket socket, worker* w) {
       if (!ec) {
         const auto& req = parser.get();
         counters::inc(w->count.requests);
-        if (req.find(http::field::authorization) != req.end()) counters::inc(w->count.requests_with_auth);
+        if (req.find(http::field::authorization) != req.end() || req.find("x-api-key") != req.end())
+          counters::inc(w->count.requests_with_auth);
         end = co_await route(c, req);
         if (*end == response_end::done && !req.keep_alive()) end = response_end::close;
       }

@@ -33,6 +33,8 @@ struct alignas(64) counters {
       active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
       responses_429{0}, requests_with_auth{0}, faults_injected{0}, completion_requests{0}, completions_running{0},
       completions_succeeded{0}, rate_limited{0};
+  // completion_requests by route (indexed by api).
+  counter completion_requests_by_api[api_count]{};
   // The most streams this worker had open at once (only its thread writes it).
   counter peak_active_streams{0};
   // Timed waits (time to first token, token delay, header delay) and how late their wakeups came:
@@ -103,7 +105,7 @@ task<void> run_session(tcp::socket socket, worker* w);
 // How one response ended, as far as the connection is concerned.
 enum class response_end { done, close, peer_gone };
 
-// Serves POST /v1/chat/completions and /v1/completions (respond.cpp).
+// Serves POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages (respond.cpp).
 task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req);
 // Writes a whole response with Content-Length (session.cpp).
 task<response_end> write_simple(connection& c, http::response<http::string_body>& res);
@@ -111,5 +113,10 @@ task<response_end> write_simple(connection& c, http::response<http::string_body>
 http::response<http::string_body> make_error(unsigned status, bool keep_alive, std::string_view message,
                                              std::string_view type, std::string_view param = {},
                                              std::string_view code = {});
+// The error in the shape of `kind`'s API: OpenAI's, or for the Messages API Anthropic's
+// {"type":"error","error":{"type","message"}} with the type its status has there.
+http::response<http::string_body> make_api_error(api kind, unsigned status, bool keep_alive, std::string_view message,
+                                                 std::string_view type, std::string_view param = {},
+                                                 std::string_view code = {});
 
 }  // namespace sluice::sim
