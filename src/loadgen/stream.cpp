@@ -376,10 +376,15 @@ std::string build_request(const options& opt, const target_url& t) {
   req.append("Content-Type: application/json\r\n");
   req.append(opt.stream ? "Accept: text/event-stream\r\n" : "Accept: application/json\r\n");
   req.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n");
+  bool versioned = false;
   for (const auto& h : opt.headers) {
     auto line = parse_header_line(h);  // validated before the run
-    if (line) req.append(line->name).append(": ").append(line->value).append("\r\n");
+    if (!line) continue;
+    req.append(line->name).append(": ").append(line->value).append("\r\n");
+    versioned = versioned || boost::beast::iequals(line->name, "anthropic-version");
   }
+  // The Messages API wants its version (an Anthropic upstream, the simulator's /v1/messages).
+  if (opt.path == "/v1/messages" && !versioned) req.append("anthropic-version: 2023-06-01\r\n");
   req.append("\r\n").append(payload);
   return req;
 }

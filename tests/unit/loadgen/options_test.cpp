@@ -185,3 +185,20 @@ TEST(loadgen_request, chat_and_completions_bodies) {
   EXPECT_NE(req.find("\"stream\":false"), std::string::npos);
   EXPECT_EQ(req.find("max_tokens"), std::string::npos);
 }
+
+TEST(loadgen_request, messages_requests_carry_anthropic_version_once) {
+  options o = valid();
+  o.path = "/v1/messages";
+  auto t = parse_target("http://127.0.0.1:8080");
+  ASSERT_TRUE(t);
+  std::string req = detail::build_request(o, *t);
+  EXPECT_NE(req.find("\r\nanthropic-version: 2023-06-01\r\n"), std::string::npos) << req;
+  EXPECT_NE(req.find("\"max_tokens\":"), std::string::npos);
+  o.headers = {"Anthropic-Version: 2024-01-01"};
+  req = detail::build_request(o, *t);
+  EXPECT_NE(req.find("\r\nAnthropic-Version: 2024-01-01\r\n"), std::string::npos) << req;
+  EXPECT_EQ(req.find("2023-06-01"), std::string::npos) << req;
+  o.path = "/v1/chat/completions";
+  o.headers = {};
+  EXPECT_EQ(detail::build_request(o, *t).find("anthropic-version"), std::string::npos);
+}
