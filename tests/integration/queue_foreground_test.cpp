@@ -3,7 +3,7 @@
 // through a worker, and the client sees what the upstream's answer is; a client that leaves
 // cancels its job (the upstream sees the close); queue-depth and queue-timeout hold for the fleet's
 // queue (503 with Retry-After); a worker killed with -9 mid-stream ends the client's stream with an
-// in-band worker_lost error. Fronts and workers are separate processes around a real redis-server.
+// in-band worker_lost error; POST /v1/messages is served the same way in its dialect. Fronts and workers are separate processes around a real redis-server.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -118,6 +118,48 @@ TEST_F(QueueForeground, AFrontWithNoUpstreamServesStreamsAndWholeAnswersThroughA
   // Finished jobs' keys are deleted by the front once relayed: nothing is left of them in Redis.
   EXPECT_LT(test::wait_until([&] { return redis_cli("--scan --pattern '*{resp:job_*'").empty(); }, 3s), 3s)
       << redis_cli("--scan --pattern '*{resp:job_*'");
+}
+
+// POST /v1/messages (the Anthropic dialect, issue 33) through the fleet's queue: the front adopts
+// the request as a chat request and translates what the worker's job log carries back into the
+// Messages API, streamed, whole, an upstream's error, and a worker lost mid-stream.
+TEST_F(QueueForeground, AMessagesRequestThroughTheQueueIsAnsweredInTheMessagesDialect) {
+  auto a = bare_front({"--worker-loss-timeout", "1s"});
+  auto w1 = worker({"--worker-loss-timeout", "1s"});
+  const std::string ask = R"({"model":"sim-1","max_tokens":64,"messages":[{"role":"user","content":"hi"}])";
+  auto streamed = test::call(a->port, verb::post, "/v1/messages", ask + R"(,"stream":true})", {{"x-sim-tokens", "6"}});
+  ASSERT_EQ(streamed.result_int(), 200u) << streamed.body();
+  auto events = parse_events(streamed.body());
+  ASSERT_GE(events.size(), 6u) << streamed.body();
+  EXPECT_EQ(events.front().type, "message_start");
+  EXPECT_EQ(events.back().type, "message_stop");
+  std::string text;
+  for (const auto& e : events)
+    if (e.type == "content_block_delta") text += e.data.at("delta").at("text").as_string();
+  EXPECT_FALSE(text.empty());
+  auto whole = test::call(a->port, verb::post, "/v1/messages", ask + "}", {{"x-sim-tokens", "6"}});
+  ASSERT_EQ(whole.result_int(), 200u) << whole.body();
+  auto message = boost::json::parse(whole.body()).as_object();
+  EXPECT_EQ(message.at("type"), "message");
+  EXPECT_EQ(message.at("stop_reason"), "end_turn");
+  EXPECT_EQ(message.at("usage").at("output_tokens"), 6);
+  auto limited = test::call(a->port, verb::post, "/v1/messages", ask + "}", {{"x-sim-status", "429"}});
+  EXPECT_EQ(limited.result_int(), 429u) << limited.body();
+  EXPECT_EQ(boost::json::parse(limited.body()).at("error").at("type"), "rate_limit_error") << limited.body();
+  // A worker killed mid-stream: the stream ends with the Messages API's error event, never silently.
+  test::open_stream live(a->port, R"({"model":"sim-1","max_tokens":500,"stream":true,"messages":[{"role":"user","content":"hi"}]})",
+                         "x-sim-tokens: 400\r\nx-sim-token-delay: 20ms\r\nConnection: close\r\n", "/v1/messages");
+  live.read_events(4);  // message_start, ping, the block's start, a delta: the stream is relayed
+  ::kill(w1->p.pid(), SIGKILL);
+  auto w2 = worker();
+  live.read_events(100000);  // to the end of the body (the connection closes after it)
+  const std::string got = live.got.substr(live.got.find("\r\n\r\n"));
+  auto cut = parse_events(got);
+  ASSERT_FALSE(cut.empty()) << got;
+  EXPECT_EQ(cut.front().type, "message_start");
+  EXPECT_EQ(cut.back().type, "error") << got;
+  EXPECT_EQ(got.find("message_stop"), std::string::npos) << got;
+  EXPECT_EQ(a->metric("sluice_foreground_jobs_total{result=\"lost\"}"), 1);
 }
 
 TEST_F(QueueForeground, AClientThatLeavesCancelsItsJobAndTheUpstreamSeesTheClose) {
