@@ -1,11 +1,15 @@
-// What the stream (anthropic_upstream_stream) and the whole answer (anthropic_upstream_response)
-// of an Anthropic upstream translate alike: the stop reason as a finish_reason, the usage counts,
+// What the streams (anthropic_upstream_stream, anthropic_upstream_responses_stream) and the whole
+// answers (anthropic_upstream_response, anthropic_upstream_responses_response) of an Anthropic
+// upstream translate alike: the stop reason as a finish_reason, the usage counts,
 // and an error's OpenAI type and code. One function each, so the two paths cannot drift apart
 // (docs/dialects.md, "An Anthropic upstream behind /v1/chat/completions"). Pure value code.
 #pragma once
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,7 +36,32 @@ struct messages_usage {
   std::uint64_t completion_tokens() const noexcept { return output_tokens; }
   // {"prompt_tokens","completion_tokens","total_tokens","prompt_tokens_details":{"cached_tokens"}}
   boost::json::object chat_usage() const;
+  // The Responses API's usage: {"input_tokens" (prompt_tokens()), "input_tokens_details":
+  // {"cached_tokens","cache_write_tokens"}, "output_tokens", "output_tokens_details":
+  // {"reasoning_tokens":0} (the Messages API does not count thinking apart), "total_tokens"}.
+  boost::json::object responses_usage() const;
 };
+
+// One upstream event's data parsed as JSON (Boost.JSON) into a buffer of its own, the heap only
+// past it (most events are small), and the event's type: the data's own "type" when it names one,
+// else the SSE `event:` name. Nothing parsed outlives it; what a translator keeps it copies.
+class parsed_event {
+ public:
+  parsed_event(std::string_view sse_type, std::string_view data);
+  parsed_event(const parsed_event&) = delete;
+  parsed_event& operator=(const parsed_event&) = delete;
+  const boost::json::object* object() const noexcept { return value_.if_object(); }  // null: not a JSON object
+  std::string_view type() const noexcept { return type_; }
+
+ private:
+  alignas(16) unsigned char buffer_[4096];
+  boost::json::monotonic_resource resource_;
+  boost::json::value value_;
+  std::string_view type_;
+};
+
+// A non-negative integer (an unsigned or a non-negative signed JSON integer), or nothing.
+std::optional<std::uint64_t> non_negative_integer(const boost::json::value* v) noexcept;
 
 // The OpenAI error `type` and `code` for a Messages error type (the error body's or an `error`
 // event's `error.type`), given the HTTP status it came with (0 inside a stream):
@@ -44,6 +73,10 @@ struct openai_error_kind {
   std::string_view code;
 };
 openai_error_kind openai_error_kind_of(std::string_view messages_error_type, unsigned status) noexcept;
+
+// {"message":M,"type":T,"param":null,"code":C}: the inside of the gateway's own error shape
+// (http::error_body; a Responses stream's error event, http::responses_error_event, carries it too).
+boost::json::object openai_error_object(std::string_view message, openai_error_kind kind);
 
 // {"error":{"message":M,"type":T,"param":null,"code":C}}, the gateway's own error shape
 // (http::error_body), serialised.

@@ -1,4 +1,5 @@
 #include "dialects/anthropic_upstream_request.hpp"
+#include "dialects/anthropic_upstream_request_fields.hpp"
 #include "dialects/anthropic_upstream_turns.hpp"
 
 #include <boost/json/value.hpp>
@@ -50,28 +51,8 @@ result<void> refuse_unsupported(const json::object& in) {
   return ok;
 }
 
-// max_completion_tokens (OpenAI's current name) or else max_tokens, each checked when present;
-// neither: the configured default.
-result<void> copy_max_tokens(const json::object& in, const messages_request_options& opts, json::object& out) {
-  out["max_tokens"] = opts.default_max_tokens;
-  for (const char* name : {"max_tokens", "max_completion_tokens"}) {  // the later one wins
-    const auto* v = present(in, name);
-    if (!v) continue;
-    if (!v->is_int64() || v->get_int64() < 1 || v->get_int64() >= (std::int64_t{1} << 31))
-      return refused(std::string(name) + " must be an integer from 1 to 2147483647", name);
-    out["max_tokens"] = *v;
-  }
-  return ok;
-}
-
-result<void> copy_sampling(const json::object& in, json::object& out) {
-  for (const char* name : {"temperature", "top_p"}) {
-    const auto* v = present(in, name);
-    if (!v) continue;
-    const double d = v->is_number() ? v->to_number<double>() : -1.0;
-    if (!(d >= 0.0 && d <= 1.0)) return refused(std::string(name) + " must be a number from 0 to 1 (the Messages API's range)", name);
-    out[name] = *v;
-  }
+// stop: a string or at most 4 strings, as stop_sequences.
+result<void> copy_stop(const json::object& in, json::object& out) {
   const auto* stop = present(in, "stop");
   if (!stop) return ok;
   json::array sequences;
@@ -84,61 +65,27 @@ result<void> copy_sampling(const json::object& in, json::object& out) {
   return ok;
 }
 
+// A chat tool: {"type":"function","function":{"name","description","parameters"}}.
 result<json::object> tool_of(const json::value& t, const std::string& param) {
   const auto* tool = t.if_object();
   if (!tool) return refused("a tool must be an object", param);
   if (const auto* type = tool->if_contains("type"); !type || *type != "function")
     return refused("only function tools can be carried to an Anthropic upstream", param + ".type");
   const auto* fn = tool->if_contains("function");
-  const auto* name = fn && fn->is_object() ? fn->get_object().if_contains("name") : nullptr;
-  if (!name || !name->is_string() || name->get_string().empty()) return refused("a function tool needs a name", param + ".function.name");
-  json::object out{{"name", *name}};
-  if (const auto* d = present(fn->get_object(), "description")) {
-    if (!d->is_string()) return refused("a description must be a string", param + ".function.description");
-    out["description"] = *d;
-  }
-  const auto* parameters = present(fn->get_object(), "parameters");
-  if (parameters && !parameters->is_object()) return refused("parameters must be a JSON Schema object", param + ".function.parameters");
-  out["input_schema"] = parameters ? *parameters : json::value(json::object{{"type", "object"}});
-  return out;
+  if (!fn || !fn->is_object()) return refused("a function tool needs a name", param + ".function.name");
+  return messages_tool_of(fn->get_object(), param + ".function");
 }
 
 // "auto" / "required" / "none" / {"type":"function","function":{"name"}} as the Messages API's
 // {"type": auto / any / none / tool (with the name)}.
 result<json::object> tool_choice_of(const json::value& choice) {
-  if (choice == "auto") return json::object{{"type", "auto"}};
-  if (choice == "required") return json::object{{"type", "any"}};
-  if (choice == "none") return json::object{{"type", "none"}};
+  if (const char* type = messages_tool_choice_type(choice)) return json::object{{"type", type}};
   const auto* c = choice.if_object();
   const auto* fn = c && c->contains("type") && c->at("type") == "function" ? c->if_contains("function") : nullptr;
   const auto* name = fn && fn->is_object() ? fn->get_object().if_contains("name") : nullptr;
   if (!name || !name->is_string())
     return refused("tool_choice: auto, required, none, or {\"type\":\"function\",\"function\":{\"name\":...}}", "tool_choice");
   return json::object{{"type", "tool"}, {"name", *name}};
-}
-
-// tools, tool_choice and parallel_tool_calls. Without tools the other two are checked and dropped
-// (the Messages API refuses a tool_choice without tools).
-result<void> copy_tools(const json::object& in, json::object& out) {
-  const auto* tools = present(in, "tools");
-  if (tools && !tools->is_array()) return refused("tools must be an array", "tools");
-  json::array carried;
-  for (std::size_t i = 0; tools && i < tools->get_array().size(); ++i) {
-    auto tool = tool_of(tools->get_array()[i], "tools." + std::to_string(i));
-    if (!tool) return std::move(tool).err();
-    carried.push_back(std::move(*tool));
-  }
-  const auto* choice_in = present(in, "tool_choice");
-  auto choice = choice_in ? tool_choice_of(*choice_in) : result<json::object>(json::object{{"type", "auto"}});
-  if (!choice) return std::move(choice).err();
-  const auto* parallel = present(in, "parallel_tool_calls");
-  if (parallel && !parallel->is_bool()) return refused("parallel_tool_calls must be a boolean", "parallel_tool_calls");
-  if (carried.empty()) return ok;
-  out["tools"] = std::move(carried);
-  const bool serial = parallel && !parallel->get_bool();
-  if (serial && choice->at("type") != "none") (*choice)["disable_parallel_tool_use"] = true;
-  if (choice_in || serial) out["tool_choice"] = std::move(*choice);
-  return ok;
 }
 
 // response_format and reasoning_effort, both carried in the Messages API's output_config.
@@ -156,12 +103,8 @@ result<void> copy_output_config(const json::object& in, json::object& out) {
       config["format"] = json::object{{"type", "json_schema"}, {"schema", *schema}};
     }
   }
-  if (const auto* effort = present(in, "reasoning_effort")) {
-    const std::string_view e = effort->is_string() ? std::string_view(effort->get_string()) : std::string_view{};
-    if (e == "minimal" || e == "low") config["effort"] = "low";
-    else if (e == "medium" || e == "high" || e == "xhigh") config["effort"] = e;
-    else return refused("reasoning_effort: minimal, low, medium, high or xhigh", "reasoning_effort");
-  }
+  if (const auto* effort = present(in, "reasoning_effort"))
+    if (auto r = add_effort(*effort, "reasoning_effort", config); !r) return r;
   if (!config.empty()) out["output_config"] = std::move(config);
   return ok;
 }
@@ -169,24 +112,18 @@ result<void> copy_output_config(const json::object& in, json::object& out) {
 }  // namespace
 
 result<json::object> messages_request_of(const json::object& in, const messages_request_options& opts) {
-  const auto* model = in.if_contains("model");
-  if (!model || !model->is_string() || model->get_string().empty()) return refused("model is required", "model");
-  json::object out{{"model", *model}};
+  auto body = messages_body_with_model(in);
+  if (!body) return body;
+  auto& out = *body;
   if (auto r = refuse_unsupported(in); !r) return std::move(r).err();
   if (auto r = translate_chat_messages(in.if_contains("messages"), out); !r) return std::move(r).err();
-  if (auto r = copy_max_tokens(in, opts, out); !r) return std::move(r).err();
-  if (auto r = copy_sampling(in, out); !r) return std::move(r).err();
-  if (auto r = copy_tools(in, out); !r) return std::move(r).err();
+  if (auto r = copy_max_tokens(in, {"max_tokens", "max_completion_tokens"}, opts.default_max_tokens, out); !r) return std::move(r).err();
+  if (auto r = copy_temperature_and_top_p(in, out); !r) return std::move(r).err();
+  if (auto r = copy_stop(in, out); !r) return std::move(r).err();
+  if (auto r = copy_tools(in, tool_of, tool_choice_of, out); !r) return std::move(r).err();
   if (auto r = copy_output_config(in, out); !r) return std::move(r).err();
-  if (const auto* stream = present(in, "stream")) {
-    if (!stream->is_bool()) return refused("stream must be a boolean", "stream");
-    if (stream->get_bool()) out["stream"] = true;
-  }
-  if (const auto* user = present(in, "user")) {
-    if (!user->is_string()) return refused("user must be a string", "user");
-    if (!user->get_string().empty()) out["metadata"] = json::object{{"user_id", *user}};
-  }
-  return out;  // stream_options, store, metadata, service_tier and any other member: not carried
+  if (auto r = copy_stream_and_user(in, out); !r) return std::move(r).err();
+  return body;  // stream_options, store, metadata, service_tier and any other member: not carried
 }
 
 }  // namespace sluice::dialects

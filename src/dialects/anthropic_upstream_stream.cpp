@@ -1,8 +1,6 @@
 #include "dialects/anthropic_upstream_stream.hpp"
 #include "dialects/json_fields.hpp"
 
-#include <boost/json/monotonic_resource.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <optional>
@@ -14,12 +12,7 @@ namespace json = boost::json;
 namespace {
 
 // A content block's `index`: a non-negative integer, or nothing.
-std::optional<std::uint64_t> block_index(const json::object& event) {
-  const auto* v = event.if_contains("index");
-  if (v && v->is_uint64()) return v->get_uint64();
-  if (v && v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-  return std::nullopt;
-}
+std::optional<std::uint64_t> block_index(const json::object& event) { return non_negative_integer(event.if_contains("index")); }
 
 bool known_after_start(std::string_view type) {
   return type == "content_block_start" || type == "content_block_delta" || type == "content_block_stop" ||
@@ -30,19 +23,12 @@ bool known_after_start(std::string_view type) {
 
 bool messages_to_chat_stream::on_event(std::string_view type, std::string_view data, std::string& out) {
   if (done_) return clean_;
-  // Most events are small: parsed into a buffer on the stack, the heap only past it. No value
-  // outlives this call (what is kept is copied).
-  alignas(16) unsigned char buffer[4096];
-  json::monotonic_resource resource(buffer, sizeof buffer);
-  boost::system::error_code ec;
-  const json::value v = json::parse(data, ec, json::storage_ptr(&resource));
-  if (ec || !v.is_object()) {
+  const parsed_event event(type, data);
+  if (!event.object()) {
     fail("the upstream sent an event that is not a JSON object", out);
     return false;
   }
-  const auto& event = v.get_object();
-  if (const auto* named = event.if_contains("type"); named && named->is_string()) type = named->get_string();
-  return dispatch(type, event, out);
+  return dispatch(event.type(), *event.object(), out);
 }
 
 bool messages_to_chat_stream::dispatch(std::string_view type, const json::object& event, std::string& out) {

@@ -38,48 +38,17 @@ std::string joined(const json::value& content) {
   return out;
 }
 
-// An image_url part: a data: URL (base64) as a base64 source, an http(s) URL as a url source.
+// An image_url part: its image_url.url as image_block_of_url reads it.
 result<json::object> image_block_of(const json::object& part, const std::string& param) {
   const auto* image = part.if_contains("image_url");
   const auto* url = image && image->is_object() ? image->get_object().if_contains("url") : nullptr;
   if (!url || !url->is_string()) return refused("an image_url part needs image_url.url", param + ".image_url.url");
-  const std::string_view u = url->get_string();
-  json::object source;
-  if (u.starts_with("data:")) {
-    const auto marker = u.find(";base64,");
-    if (marker == std::string_view::npos || marker == 5)
-      return refused("a data: URL must be data:<media type>;base64,<data>", param + ".image_url.url");
-    source = {{"type", "base64"}, {"media_type", u.substr(5, marker - 5)}, {"data", u.substr(marker + 8)}};
-  } else if (u.starts_with("https://") || u.starts_with("http://")) {
-    source = {{"type", "url"}, {"url", u}};
-  } else {
-    return refused("an image URL must be a data: URL or an http(s) URL", param + ".image_url.url");
-  }
-  return json::object{{"type", "image"}, {"source", std::move(source)}};
+  return image_block_of_url(url->get_string(), param + ".image_url.url");
 }
 
 // A user message's parts: text and images; audio, files and kinds added later are refused.
 result<json::array> user_blocks(const json::array& parts, const std::string& param) {
-  if (parts.empty()) return refused("content must not be empty", param);
-  json::array blocks;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::string pparam = param + "." + std::to_string(i);
-    const auto* part = parts[i].if_object();
-    const auto* type = part ? part->if_contains("type") : nullptr;
-    if (!type || !type->is_string()) return refused("a content part needs a type", pparam + ".type");
-    if (*type == "text") {
-      const auto* text = part->if_contains("text");
-      if (!text || !text->is_string()) return refused("a text part needs text", pparam + ".text");
-      blocks.push_back(json::object{{"type", "text"}, {"text", *text}});
-    } else if (*type == "image_url") {
-      auto block = image_block_of(*part, pparam);
-      if (!block) return std::move(block).err();
-      blocks.push_back(std::move(*block));
-    } else {
-      return refused("content part type '" + std::string(type->get_string()) + "' has no Messages equivalent", pparam + ".type");
-    }
-  }
-  return blocks;
+  return user_content_blocks(parts, param, {"text", "image_url", image_block_of});
 }
 
 // An assistant's tool call as a tool_use block; its arguments must be a JSON object.
@@ -92,13 +61,9 @@ result<json::object> tool_use_block_of(const json::value& c, const std::string& 
   const auto* fn = call->if_contains("function");
   const auto* name = fn && fn->is_object() ? fn->get_object().if_contains("name") : nullptr;
   if (!name || !name->is_string()) return refused("a tool call needs function.name", param + ".function.name");
-  const auto* args = fn->get_object().if_contains("arguments");
-  if (args && !args->is_null() && !args->is_string()) return refused("arguments must be a string", param + ".function.arguments");
-  const std::string_view text = args && args->is_string() ? std::string_view(args->get_string()) : std::string_view{};
-  boost::system::error_code ec;
-  json::value input = text.empty() ? json::value(json::object{}) : json::parse(text, ec);
-  if (ec || !input.is_object()) return refused("a tool call's arguments must be a JSON object", param + ".function.arguments");
-  return json::object{{"type", "tool_use"}, {"id", *id}, {"name", *name}, {"input", std::move(input)}};
+  auto input = tool_input_of(fn->get_object().if_contains("arguments"), param + ".function.arguments");
+  if (!input) return std::move(input).err();
+  return json::object{{"type", "tool_use"}, {"id", *id}, {"name", *name}, {"input", std::move(*input)}};
 }
 
 void add_text_block(std::string_view text, json::array& blocks) {
@@ -167,18 +132,7 @@ result<void> add_message(const json::object& msg, const std::string& param, conv
     return ok;
   }
   c.in_tool_run = false;
-  if (role && *role == "user") {
-    const auto* content = present(msg, "content");
-    if (content && content->is_string()) {
-      c.turns.push_back(json::object{{"role", "user"}, {"content", *content}});
-      return ok;
-    }
-    if (!content || !content->is_array()) return refused("content must be a string or an array of parts", param + ".content");
-    auto blocks = user_blocks(content->get_array(), param + ".content");
-    if (!blocks) return std::move(blocks).err();
-    c.turns.push_back(json::object{{"role", "user"}, {"content", std::move(*blocks)}});
-    return ok;
-  }
+  if (role && *role == "user") return add_user_turn(present(msg, "content"), param, user_blocks, c.turns);
   if (!role || *role != "assistant") return refused("role must be system, developer, user, assistant or tool", param + ".role");
   auto blocks = assistant_blocks(msg, param);
   if (!blocks) return std::move(blocks).err();
@@ -187,6 +141,65 @@ result<void> add_message(const json::object& msg, const std::string& param, conv
 }
 
 }  // namespace
+
+result<json::object> image_block_of_url(std::string_view u, const std::string& param) {
+  json::object source;
+  if (u.starts_with("data:")) {
+    const auto marker = u.find(";base64,");
+    if (marker == std::string_view::npos || marker == 5) return refused("a data: URL must be data:<media type>;base64,<data>", param);
+    source = {{"type", "base64"}, {"media_type", u.substr(5, marker - 5)}, {"data", u.substr(marker + 8)}};
+  } else if (u.starts_with("https://") || u.starts_with("http://")) {
+    source = {{"type", "url"}, {"url", u}};
+  } else {
+    return refused("an image URL must be a data: URL or an http(s) URL", param);
+  }
+  return json::object{{"type", "image"}, {"source", std::move(source)}};
+}
+
+result<json::array> user_content_blocks(const json::array& parts, const std::string& param, const user_part_kinds& kinds) {
+  if (parts.empty()) return refused("content must not be empty", param);
+  json::array blocks;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string pparam = param + "." + std::to_string(i);
+    const auto* part = parts[i].if_object();
+    const auto* type = part ? part->if_contains("type") : nullptr;
+    if (!type || !type->is_string()) return refused("a content part needs a type", pparam + ".type");
+    const std::string_view t = type->get_string();
+    if (t == kinds.text) {
+      const auto* text = part->if_contains("text");
+      if (!text || !text->is_string()) return refused("a " + std::string(kinds.text) + " part needs text", pparam + ".text");
+      blocks.push_back(json::object{{"type", "text"}, {"text", *text}});
+    } else if (t == kinds.image) {
+      auto block = kinds.image_block(*part, pparam);
+      if (!block) return std::move(block).err();
+      blocks.push_back(std::move(*block));
+    } else {
+      return refused("content part type '" + std::string(t) + "' has no Messages equivalent", pparam + ".type");
+    }
+  }
+  return blocks;
+}
+
+result<void> add_user_turn(const json::value* content, const std::string& param, user_parts_reader parts, json::array& turns) {
+  if (content && content->is_string()) {
+    turns.push_back(json::object{{"role", "user"}, {"content", *content}});
+    return ok;
+  }
+  if (!content || !content->is_array()) return refused("content must be a string or an array of parts", param + ".content");
+  auto blocks = parts(content->get_array(), param + ".content");
+  if (!blocks) return std::move(blocks).err();
+  turns.push_back(json::object{{"role", "user"}, {"content", std::move(*blocks)}});
+  return ok;
+}
+
+result<json::value> tool_input_of(const json::value* arguments, const std::string& param) {
+  if (arguments && !arguments->is_null() && !arguments->is_string()) return refused("arguments must be a string", param);
+  const std::string_view text = arguments && arguments->is_string() ? std::string_view(arguments->get_string()) : std::string_view{};
+  boost::system::error_code ec;
+  json::value input = text.empty() ? json::value(json::object{}) : json::parse(text, ec);
+  if (ec || !input.is_object()) return refused("a tool call's arguments must be a JSON object", param);
+  return input;
+}
 
 result<void> translate_chat_messages(const json::value* messages, json::object& out) {
   if (!messages || !messages->is_array() || messages->get_array().empty()) return refused("messages must be a non-empty array", "messages");

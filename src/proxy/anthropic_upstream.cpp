@@ -7,6 +7,9 @@
 
 #include "dialects/anthropic_upstream_request.hpp"
 #include "dialects/anthropic_upstream_response.hpp"
+#include "dialects/anthropic_upstream_responses_request.hpp"
+#include "dialects/anthropic_upstream_responses_response.hpp"
+#include "dialects/anthropic_upstream_responses_stream.hpp"
 #include "dialects/anthropic_upstream_stream.hpp"
 #include "proxy/job_sink.hpp"
 #include "sse/parser.hpp"
@@ -20,6 +23,7 @@ namespace bhttp = boost::beast::http;
 namespace {
 
 constexpr std::string_view chat_path = "/v1/chat/completions";
+constexpr std::string_view responses_path = "/v1/responses";
 // One upstream event's bound while it is translated (an Anthropic event carries one delta).
 constexpr std::size_t max_upstream_event = 1024 * 1024;
 
@@ -32,14 +36,16 @@ std::string_view token_of(std::string_view authorization) noexcept {
 }
 
 
-// The chat body translated once per request; every Anthropic upstream of the request gets it
-// (default-max-tokens is the first one's).
-std::optional<error> translate_body(upstream_call& call, const routing::upstream_state& u) {
+// The request's body (chat completions or a Responses request, by `path`) translated once per
+// request; every Anthropic upstream of the request gets it (default-max-tokens is the first one's).
+std::optional<error> translate_body(upstream_call& call, const routing::upstream_state& u, std::string_view path) {
   if (!call.other_dialect_body.empty()) return std::nullopt;
   error_code ec;
   const json::value chat = json::parse(call.req.body(), ec);
   if (ec || !chat.is_object()) return error::make(errc::bad_request, "The request body is not a JSON object.");
-  auto messages = dialects::messages_request_of(chat.get_object(), {u.spec.default_max_tokens});
+  const dialects::messages_request_options opts{u.spec.default_max_tokens};
+  auto messages = path == responses_path ? dialects::messages_request_of_responses(chat.get_object(), opts)
+                                         : dialects::messages_request_of(chat.get_object(), opts);
   if (!messages) return std::move(messages).err();
   call.other_dialect_body = json::serialize(*messages);
   // The body now is the injected variant exactly when usage_injected says so.
@@ -49,10 +55,12 @@ std::optional<error> translate_body(upstream_call& call, const routing::upstream
   return std::nullopt;
 }
 
-// A 2xx stream's events as chat chunks, translated as the relay reads them.
-class messages_to_chat_filter final : public upstream::body_filter {
+// A 2xx stream's events in the client's API (`Translator`: dialects::messages_to_chat_stream or
+// messages_to_responses_stream), translated as the relay reads them.
+template <class Translator, class Info>
+class translating_filter final : public upstream::body_filter {
  public:
-  explicit messages_to_chat_filter(dialects::chunk_start_info info) : stream_(std::move(info)) {}
+  explicit translating_filter(Info info) : stream_(std::move(info)) {}
 
   void feed(std::string_view in, std::string& out) override {
     if (stream_.finished()) return;  // an error or message_stop ended it: the rest is not the client's
@@ -63,7 +71,7 @@ class messages_to_chat_filter final : public upstream::body_filter {
 
  private:
   sse::parser parser_{max_upstream_event};
-  dialects::messages_to_chat_stream stream_;
+  Translator stream_;
 };
 
 dialects::chunk_start_info chunk_info(const request_context& ctx, const upstream_call& call) {
@@ -73,13 +81,31 @@ dialects::chunk_start_info chunk_info(const request_context& ctx, const upstream
           call.client_asked_usage || call.usage_injected};
 }
 
+dialects::response_start_info response_info(const request_context& ctx) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return {new_random_id("resp_"), ctx.model, std::chrono::duration_cast<std::chrono::seconds>(now).count()};
+}
+
+void set_stream_filter(upstream::response& r, const request_context& ctx, const upstream_call& call) {
+  using chat_filter = translating_filter<dialects::messages_to_chat_stream, dialects::chunk_start_info>;
+  using responses_filter = translating_filter<dialects::messages_to_responses_stream, dialects::response_start_info>;
+  if (ctx.path == responses_path) r.set_filter(std::make_unique<responses_filter>(response_info(ctx)));
+  else r.set_filter(std::make_unique<chat_filter>(chunk_info(ctx, call)));
+}
+
+// A 2xx whole answer in the client's API.
+result<json::object> whole_answer(const json::object& message, const request_context& ctx, const upstream_call& call) {
+  if (ctx.path == responses_path) return dialects::response_of_message(message, response_info(ctx));
+  return dialects::chat_completion_of(message, chunk_info(ctx, call));
+}
+
 // The answer's status and body as an OpenAI client expects them; an error when a 2xx whole answer
 // cannot be translated.
 std::optional<error> translate_answer(exchange& x, const request_context& ctx, const upstream_call& call) {
   const unsigned upstream_status = x.status;
   x.status = dialects::openai_status_of_messages(upstream_status);
   if (x.is_sse()) {
-    x.response->set_filter(std::make_unique<messages_to_chat_filter>(chunk_info(ctx, call)));
+    set_stream_filter(*x.response, ctx, call);
     return std::nullopt;
   }
   if (!x.body) return std::nullopt;
@@ -89,7 +115,7 @@ std::optional<error> translate_answer(exchange& x, const request_context& ctx, c
   }
   error_code ec;
   const json::value v = json::parse(*x.body, ec);
-  auto completion = !ec && v.is_object() ? dialects::chat_completion_of(v.get_object(), chunk_info(ctx, call))
+  auto completion = !ec && v.is_object() ? whole_answer(v.get_object(), ctx, call)
                                          : result<json::object>(error::make(errc::upstream_protocol, "not JSON"));
   if (!completion)
     return error::make(errc::upstream_protocol,
@@ -118,10 +144,11 @@ void restore_chat_body(upstream_call& call) noexcept {
 }
 
 std::optional<error> address_anthropic(upstream_call& call, const routing::upstream_state& u, std::string_view path) {
-  if (path != chat_path)
-    return error::make(errc::not_found, "The upstream '" + u.spec.name + "' speaks the Anthropic Messages API, which serves " +
-                                            "chat completions only; " + std::string(path) + " is not translated.");
-  if (auto e = translate_body(call, u)) return e;
+  if (path != chat_path && path != responses_path)
+    return error::make(errc::not_found, "The upstream '" + u.spec.name + "' speaks the Anthropic Messages API; sluice " +
+                                            "translates chat completions and Responses requests to it, not " +
+                                            std::string(path) + ".");
+  if (auto e = translate_body(call, u, path)) return e;
   std::swap(call.req.body(), call.other_dialect_body);
   call.body_translated = true;
   call.req.target(u.target.base_path + "/v1/messages");

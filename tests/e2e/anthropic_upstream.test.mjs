@@ -9,9 +9,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { zodResponseFormat, zodFunction } from 'openai/helpers/zod';
+import { zodResponseFormat, zodFunction, zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { start as startIn } from './lib.mjs';
+import { start as startIn, untilFinal } from './lib.mjs';
 
 const UPSTREAM_KEY = 'sk-ant-e2e-PLANTED-upstream-9b3f';
 const procs = [];
@@ -227,6 +227,64 @@ test('embeddings are not sent to an Anthropic upstream: a clear 404', async () =
   await assert.rejects(
     client().embeddings.create({ model: 'claude-sim', input: 'x' }),
     (err) => err instanceof OpenAI.NotFoundError && /Anthropic Messages API/.test(err.message),
+  );
+});
+
+// The Responses API in front of the same upstream (docs/dialects.md, "/v1/responses").
+const responseId = /^resp_[0-9a-f]{32}$/;
+
+test('responses.create from an Anthropic upstream, whole and streamed', async () => {
+  const whole = await client().responses.create({ model: 'claude-sim', instructions: 'Be brief.', input: 'Say hello' });
+  assert.match(whole.id, responseId);
+  assert.equal(whole.status, 'completed');
+  assert.ok(whole.output_text.length > 0);
+  assert.equal(whole.usage.output_tokens, 12);
+  const events = [];
+  const stream = client().responses.stream({ model: 'claude-sim', input: 'Say hello' });
+  stream.on('event', (e) => events.push(e.type));
+  const final = await stream.finalResponse();
+  assert.equal(final.status, 'completed');
+  assert.ok(final.output_text.length > 0);
+  assert.equal(final.usage.output_tokens, 12);
+  assert.equal(events[0], 'response.created');
+  assert.equal(events.at(-1), 'response.completed');
+  assert.ok(events.filter((t) => t === 'response.output_text.delta').length >= 12, events.join(' '));
+});
+
+test('responses: a function call and max_output_tokens', async () => {
+  const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
+  const opts = { headers: { 'x-sim-content': '{"city":"Oslo"}' } };
+  const final = await client().responses.stream({ model: 'claude-sim', input: 'weather?', tools, tool_choice: 'required' }, opts)
+    .finalResponse();
+  const call = final.output.find((i) => i.type === 'function_call');
+  assert.equal(call.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.arguments), { city: 'Oslo' });
+  const cut = await client().responses.create({ model: 'claude-sim', input: 'Say hello', max_output_tokens: 3 });
+  assert.equal(cut.status, 'incomplete');
+  assert.equal(cut.incomplete_details.reason, 'max_output_tokens');
+});
+
+test('responses: zodTextFormat checked on the translated answer', async () => {
+  const City = z.object({ city: z.string(), n: z.number().int() });
+  const res = await client().responses.parse(
+    { model: 'claude-sim', input: 'a city', text: { format: zodTextFormat(City, 'city') } },
+    { headers: { 'x-sim-content': '{"city":"Oslo","n":3}' } },
+  );
+  assert.deepEqual(res.output_parsed, { city: 'Oslo', n: 3 });
+});
+
+test('responses: a background response runs through the Anthropic upstream', async () => {
+  const c = client();
+  const created = await c.responses.create({ model: 'claude-sim', input: 'Say hello', background: true });
+  const done = await untilFinal(c, created.id);
+  assert.equal(done.status, 'completed');
+  assert.ok(done.output_text.length > 0);
+});
+
+test('responses: previous_response_id is refused naming it (an Anthropic upstream keeps no state)', async () => {
+  await assert.rejects(
+    client().responses.create({ model: 'claude-sim', input: 'more', previous_response_id: 'resp_0123' }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'previous_response_id',
   );
 });
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dialects/anthropic_stream.hpp"
+#include "dialect_test_files.hpp"
 #include "sse/parser.hpp"
 
 namespace {
@@ -24,23 +25,6 @@ namespace json = boost::json;
 using sluice::dialects::chat_to_messages_stream;
 
 const fs::path corpus_dir = fs::path(SLUICE_TEST_DATA_DIR) / "dialects" / "anthropic";
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> corpus_cases() {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(corpus_dir)) {
-    const auto name = e.path().filename().string();
-    if (auto at = name.find(".upstream.sse"); at != std::string::npos) out.push_back(name.substr(0, at));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // The upstream's bytes fed in the given pieces through the relay's SSE parser into a translator.
 std::string translate(std::string_view upstream, const std::vector<std::size_t>& cuts) {
@@ -127,22 +111,22 @@ void expect_messages_grammar(const std::vector<event>& evs, const std::string& n
 }
 
 TEST(AnthropicStream, EveryCaseMatchesItsExpectedTranslation) {
-  const auto cases = corpus_cases();
+  const auto cases = sluice::dialects::testing::corpus_cases(corpus_dir);
   ASSERT_GE(cases.size(), 10u);
   const bool regenerate = std::getenv("SLUICE_REGENERATE_CORPUS") != nullptr;
   for (const auto& name : cases) {
-    const auto upstream = read_text(corpus_dir / (name + ".upstream.sse"));
+    const auto upstream = sluice::dialects::testing::read_text(corpus_dir / (name + ".upstream.sse"));
     const auto got = translate(upstream, {});
     const auto expected_path = corpus_dir / (name + ".expected.sse");
     if (regenerate) std::ofstream(expected_path, std::ios::binary) << got;
-    EXPECT_EQ(got, read_text(expected_path)) << name;
+    EXPECT_EQ(got, sluice::dialects::testing::read_text(expected_path)) << name;
     expect_messages_grammar(events_of(got), name);
   }
 }
 
 TEST(AnthropicStream, ATranslationDoesNotDependOnWhereTheUpstreamsBytesAreSplit) {
-  for (const auto& name : corpus_cases()) {
-    const auto upstream = read_text(corpus_dir / (name + ".upstream.sse"));
+  for (const auto& name : sluice::dialects::testing::corpus_cases(corpus_dir)) {
+    const auto upstream = sluice::dialects::testing::read_text(corpus_dir / (name + ".upstream.sse"));
     const auto whole = translate(upstream, {});
     for (std::size_t cut = 1; cut < upstream.size(); ++cut)
       ASSERT_EQ(translate(upstream, {cut}), whole) << name << " split at " << cut;
@@ -159,7 +143,7 @@ std::string stop_reason_of(const std::vector<event>& evs) {
 }
 
 std::string case_output(const std::string& name) {
-  return translate(read_text(corpus_dir / (name + ".upstream.sse")), {});
+  return translate(sluice::dialects::testing::read_text(corpus_dir / (name + ".upstream.sse")), {});
 }
 
 TEST(AnthropicStream, EachFinishReasonHasItsStopReason) {

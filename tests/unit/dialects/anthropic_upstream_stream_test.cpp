@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "dialects/anthropic_upstream_stream.hpp"
+#include "anthropic_upstream_responses_grammar.hpp"
+#include "dialect_test_files.hpp"
 #include "sse/parser.hpp"
 
 namespace anthropic_upstream_stream_test {
@@ -28,43 +30,13 @@ using sluice::dialects::messages_to_chat_stream;
 const fs::path corpus_dir = fs::path(SLUICE_TEST_DATA_DIR) / "dialects" / "anthropic_upstream";
 const std::string chunk_id = "chatcmpl-0123456789abcdef0123456789abcdef";
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> corpus_cases() {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(corpus_dir)) {
-    const auto name = e.path().filename().string();
-    if (auto at = name.find(".upstream.sse"); at != std::string::npos) out.push_back(name.substr(0, at));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 bool wants_usage(const std::string& name) { return !name.ends_with("_no_usage"); }
 
 // The upstream's bytes fed in the given pieces through the relay's SSE parser into a translator.
 std::string translate(std::string_view upstream, const std::vector<std::size_t>& cuts, bool include_usage = true) {
   sluice::sse::parser parser;
   messages_to_chat_stream t(chunk_start_info{chunk_id, "asked-model", 1700000000, include_usage});
-  std::string out;
-  std::size_t from = 0;
-  auto feed = [&](std::string_view piece) {
-    auto r = parser.feed(piece, [&](const sluice::sse::event_view& ev) { return t.on_event(ev.type, ev.data, out); });
-    EXPECT_TRUE(static_cast<bool>(r));
-  };
-  for (auto cut : cuts) {
-    if (t.finished()) break;
-    feed(upstream.substr(from, cut - from));
-    from = cut;
-  }
-  if (!t.finished()) feed(upstream.substr(from));
-  t.on_end(out);
-  return out;
+  return sluice::dialects::testing::translate_in_pieces(t, parser, upstream, cuts);
 }
 
 // Each event's data: a JSON object, or "[DONE]" (a null value here).
@@ -145,22 +117,22 @@ void expect_chat_grammar(const std::vector<json::value>& datas, bool include_usa
 }
 
 TEST(AnthropicUpstreamStream, EveryCaseMatchesItsExpectedTranslation) {
-  const auto cases = corpus_cases();
+  const auto cases = sluice::dialects::testing::corpus_cases(corpus_dir);
   ASSERT_GE(cases.size(), 15u);
   const bool regenerate = std::getenv("SLUICE_REGENERATE_CORPUS") != nullptr;
   for (const auto& name : cases) {
-    const auto upstream = read_text(corpus_dir / (name + ".upstream.sse"));
+    const auto upstream = sluice::dialects::testing::read_text(corpus_dir / (name + ".upstream.sse"));
     const auto got = translate(upstream, {}, wants_usage(name));
     const auto expected_path = corpus_dir / (name + ".expected.sse");
     if (regenerate) std::ofstream(expected_path, std::ios::binary) << got;
-    EXPECT_EQ(got, read_text(expected_path)) << name;
+    EXPECT_EQ(got, sluice::dialects::testing::read_text(expected_path)) << name;
     expect_chat_grammar(datas_of(got), wants_usage(name), name);
   }
 }
 
 TEST(AnthropicUpstreamStream, ATranslationDoesNotDependOnWhereTheUpstreamsBytesAreSplit) {
-  for (const auto& name : corpus_cases()) {
-    const auto upstream = read_text(corpus_dir / (name + ".upstream.sse"));
+  for (const auto& name : sluice::dialects::testing::corpus_cases(corpus_dir)) {
+    const auto upstream = sluice::dialects::testing::read_text(corpus_dir / (name + ".upstream.sse"));
     const auto whole = translate(upstream, {}, wants_usage(name));
     for (std::size_t cut = 1; cut < upstream.size(); ++cut)
       ASSERT_EQ(translate(upstream, {cut}, wants_usage(name)), whole) << name << " split at " << cut;
@@ -171,7 +143,7 @@ TEST(AnthropicUpstreamStream, ATranslationDoesNotDependOnWhereTheUpstreamsBytesA
 }
 
 std::vector<json::value> case_datas(const std::string& name) {
-  return datas_of(translate(read_text(corpus_dir / (name + ".upstream.sse")), {}, wants_usage(name)));
+  return datas_of(translate(sluice::dialects::testing::read_text(corpus_dir / (name + ".upstream.sse")), {}, wants_usage(name)));
 }
 
 std::string finish_reason_of(const std::vector<json::value>& datas) {
@@ -312,7 +284,7 @@ TEST(AnthropicUpstreamStream, ABrokenStreamEndsWithAProtocolError) {
 }
 
 TEST(AnthropicUpstreamStream, OnEndAndFailAddNothingOnceFinished) {
-  std::string out = translate(read_text(corpus_dir / "text_with_usage.upstream.sse"), {});
+  std::string out = translate(sluice::dialects::testing::read_text(corpus_dir / "text_with_usage.upstream.sse"), {});
   ASSERT_TRUE(out.ends_with("data: [DONE]\n\n"));
   messages_to_chat_stream t({chunk_id, "m", 1, false});
   std::string a;

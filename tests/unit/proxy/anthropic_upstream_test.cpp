@@ -110,6 +110,21 @@ TEST(AnthropicUpstream, APassThroughClientsKeyGoesAsXApiKey) {
   EXPECT_EQ(call.req.find("openai-organization"), call.req.end());
 }
 
+TEST(AnthropicUpstream, AResponsesRequestIsTranslatedToo) {
+  fixture f;
+  auto call = chat_call(R"({"model":"claude-x","instructions":"Be brief.","input":"hi","max_output_tokens":50,"stream":true})");
+  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/responses", routing::usage_mode::never));
+  EXPECT_EQ(call.req.target(), "/base/v1/messages");
+  const auto sent = json::parse(call.req.body()).as_object();
+  EXPECT_EQ(sent.at("system"), json::value("Be brief."));
+  EXPECT_EQ(sent.at("max_tokens"), json::value(50));
+  EXPECT_EQ(sent.at("messages").as_array().at(0).at("role"), json::value("user"));
+  auto stateful = chat_call(R"({"model":"claude-x","input":"more","previous_response_id":"resp_1"})");
+  auto e = proxy::prepare_attempt(stateful, f.r->at(0), "/v1/responses", routing::usage_mode::never);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "previous_response_id");
+}
+
 TEST(AnthropicUpstream, ARouteOrAFieldTheMessagesAPICannotCarryIsRefused) {
   fixture f;
   auto embeddings = chat_call(R"({"model":"m","input":"x"})");
