@@ -24,6 +24,7 @@ namespace {
 
 constexpr std::string_view chat_path = "/v1/chat/completions";
 constexpr std::string_view responses_path = "/v1/responses";
+constexpr std::string_view count_tokens_path = "/v1/messages/count_tokens";
 // One upstream event's bound while it is translated (an Anthropic event carries one delta).
 constexpr std::size_t max_upstream_event = 1024 * 1024;
 
@@ -108,7 +109,7 @@ std::optional<error> translate_answer(exchange& x, const request_context& ctx, c
     set_stream_filter(*x.response, ctx, call);
     return std::nullopt;
   }
-  if (!x.body) return std::nullopt;
+  if (!x.body || (upstream_status / 100 == 2 && ctx.path == count_tokens_path)) return std::nullopt;
   if (upstream_status / 100 != 2) {
     x.body = dialects::openai_error_body_of_messages(upstream_status, *x.body);
     return std::nullopt;
@@ -143,7 +144,19 @@ void restore_chat_body(upstream_call& call) noexcept {
   call.req.erase("anthropic-version");
 }
 
+std::optional<error> refuse_anthropic_only(const routing::upstream_state& u, std::string_view path) {
+  if (path != count_tokens_path) return std::nullopt;
+  error e = error::make(errc::not_found, "count_tokens needs the model's tokenizer: the upstream '" + u.spec.name +
+                                             "' speaks the OpenAI API, which has none to ask; an upstream of dialect: "
+                                             "anthropic serves it.");
+  return e;
+}
+
 std::optional<error> address_anthropic(upstream_call& call, const routing::upstream_state& u, std::string_view path) {
+  if (path == count_tokens_path) {  // the Messages API's own request: only the credential changes
+    set_anthropic_credentials(call.req, u, !u.authorization.empty() ? u.authorization : call.client_authorization);
+    return std::nullopt;
+  }
   if (path != chat_path && path != responses_path)
     return error::make(errc::not_found, "The upstream '" + u.spec.name + "' speaks the Anthropic Messages API; sluice " +
                                             "translates chat completions and Responses requests to it, not " +

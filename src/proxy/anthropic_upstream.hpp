@@ -25,6 +25,10 @@ namespace sluice::proxy {
 // carry: a bad_request naming it).
 std::optional<error> address_anthropic(upstream_call& call, const routing::upstream_state& u, std::string_view path);
 
+// A route only an Anthropic upstream serves (POST /v1/messages/count_tokens: the Messages API's
+// tokenizer), asked of an OpenAI-compatible upstream `u`: the 404 that says so; nullopt otherwise.
+std::optional<error> refuse_anthropic_only(const routing::upstream_state& u, std::string_view path);
+
 // The Messages API's credential on `req`: x-api-key with the key of `authorization` ("Bearer <key>",
 // the gateway's or a pass-through client's; none when empty) and anthropic-version, never the OpenAI
 // headers (Authorization, OpenAI-Organization, OpenAI-Project).

@@ -15,6 +15,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view messages_path = "/v1/messages";
+constexpr std::string_view count_tokens_path = "/v1/messages/count_tokens";
 
 std::string_view path_of(const http::request& req) noexcept {
   std::string_view target = req.target();
@@ -39,11 +40,16 @@ bool is_messages_request(const http::request& req) noexcept {
 }
 
 std::optional<error> adopt_messages_request(http::request& req) {
+  if (path_of(req) == count_tokens_path) {
+    // The Messages API's own request, for an upstream that speaks it (the pipeline refuses it to
+    // any other: an OpenAI-compatible upstream has no tokenizer to ask).
+    adopt_credential(req);
+    return std::nullopt;
+  }
   if (path_of(req) != messages_path)
     return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
                                             std::string(path_of(req)) +
-                                            ". sluice serves POST /v1/messages; count_tokens needs the upstream "
-                                            "model's tokenizer, which an OpenAI-compatible upstream does not offer.");
+                                            ". sluice serves POST /v1/messages and /v1/messages/count_tokens.");
   if (req.method() != bhttp::verb::post)
     return error::make(errc::method_not_allowed,
                        "Method " + std::string(req.method_string()) + " is not allowed on /v1/messages; use POST.");
@@ -71,6 +77,7 @@ dialects::chat_to_messages_stream& messages_downstream::stream() {
 void messages_downstream::translate_whole(http::response& res) const {
   const unsigned status = res.result_int();
   res.set(bhttp::field::content_type, "application/json");
+  if (status / 100 == 2 && ctx_.which == api::count_tokens) return;  // the upstream's answer, in this dialect
   if (status / 100 != 2) {
     res.body() = dialects::error_body_of_openai(status, res.body());
     // The Messages API says "overloaded" with 529 where the gateway sheds (503).

@@ -42,6 +42,7 @@ constexpr route_entry routes[] = {
     {"/v1/responses", obs::route::responses, api::responses, bhttp::verb::post},
     {"/v1/embeddings", obs::route::embeddings, api::embeddings, bhttp::verb::post},
     {"/v1/moderations", obs::route::moderations, api::moderations, bhttp::verb::post},
+    {"/v1/messages/count_tokens", obs::route::messages, api::count_tokens, bhttp::verb::post},
     {"/v1/models", obs::route::models, api::chat_completions, bhttp::verb::get},
     {"/healthz", obs::route::healthz, api::chat_completions, bhttp::verb::get},
     {"/readyz", obs::route::readyz, api::chat_completions, bhttp::verb::get},

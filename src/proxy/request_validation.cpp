@@ -116,7 +116,8 @@ std::string param_of(const std::vector<path_step>& rev) {
 result<std::vector<tool_schema_request>> tool_schemas(api which, const json::object& obj) {
   std::vector<tool_schema_request> out;
   const json::value* tools = obj.if_contains("tools");
-  if (which == api::completions || !tools || tools->is_null()) return out;
+  // Legacy completions have none; count_tokens' are the Messages API's (input_schema), checked upstream.
+  if (which == api::completions || which == api::count_tokens || !tools || tools->is_null()) return out;
   if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
   const auto& arr = tools->get_array();
   for (std::size_t i = 0; i < arr.size(); ++i) {
@@ -208,7 +209,7 @@ std::optional<error> moderation_fields(const json::object& obj, request_summary&
 std::optional<error> prompt_fields(api which, const json::object& obj, request_summary& out) {
   if (which == api::embeddings) return embedding_fields(obj, out);
   if (which == api::moderations) return moderation_fields(obj, out);
-  if (which == api::chat_completions) {
+  if (which == api::chat_completions || which == api::count_tokens) {
     const json::value* messages = obj.if_contains("messages");
     if (!messages) return bad("Missing required parameter: 'messages'.", "messages");
     if (!messages->is_array()) return wrong_type("messages", "an array", *messages);

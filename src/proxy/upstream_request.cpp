@@ -105,7 +105,7 @@ std::optional<error> prepare_attempt(upstream_call& call, const routing::upstrea
   }
   if (call.may_inject_usage) inject_usage(call, u, mode);
   if (u.spec.dialect == routing::upstream_dialect::anthropic) return address_anthropic(call, u, path);
-  return std::nullopt;
+  return refuse_anthropic_only(u, path);
 }
 
 void inject_usage(upstream_call& call, const routing::upstream_state& u, routing::usage_mode mode) {

@@ -127,6 +127,20 @@ result<completion_request> parse_messages(std::string_view body, std::uint64_t s
   return r;
 }
 
+result<std::string> count_tokens_body(std::string_view body) {
+  boost::system::error_code ec;
+  json::value doc = json::parse(body, ec);
+  if (ec) return refused("The request body is not valid JSON: " + ec.message(), {});
+  if (!doc.is_object()) return refused("The request body must be a JSON object", {});
+  const auto& o = doc.get_object();
+  const json::value* model = o.if_contains("model");
+  if (!model || !model->is_string()) return refused("model: Field required", "model");
+  auto size = read_messages_prompt(o);
+  if (!size) return std::move(size).err();
+  const std::uint64_t tokens = std::max<std::uint64_t>(1, (size->bytes + 3) / 4 + size->overhead);
+  return json::serialize(json::object{{"input_tokens", tokens}});
+}
+
 std::string anthropic_error_body(std::string_view type, std::string_view message) {
   return json::serialize(json::object{{"type", "error"}, {"error", json::object{{"type", type}, {"message", message}}}});
 }

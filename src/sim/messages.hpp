@@ -26,6 +26,10 @@ result<completion_request> parse_messages(std::string_view body, std::uint64_t s
 // {"type":"error","error":{"type":T,"message":M}}
 std::string anthropic_error_body(std::string_view type, std::string_view message);
 
+// POST /v1/messages/count_tokens: {"input_tokens":N}, N the prompt estimate parse_messages makes
+// (model and messages required, max_tokens not); or a bad_request naming the field.
+result<std::string> count_tokens_body(std::string_view body);
+
 // Anthropic's error type for an HTTP status: 400 invalid_request_error, 401 authentication_error,
 // 403 permission_error, 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 529
 // overloaded_error, any other 5xx api_error (and other 4xx invalid_request_error).

@@ -96,7 +96,7 @@ http::response<http::string_body> model_response(const std::vector<std::string>&
 // `anthropic-version`. The refusal (401, or 400 naming the header), or nothing.
 std::optional<http::response<http::string_body>> refusal(const options& o, const http::request<http::string_body>& req,
                                                          std::string_view target, bool keep) {
-  const bool messages = target == "/v1/messages";
+  const bool messages = target == "/v1/messages" || target == "/v1/messages/count_tokens";
   auto value = [&req](auto name) -> std::optional<std::string_view> {
     auto it = req.find(name);
     return it == req.end() ? std::nullopt : std::optional<std::string_view>(it->value());
@@ -146,6 +146,13 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
     if (post) {
       auto end = co_await serve_completion(c, *kind, req);
       co_return end;
+    }
+  } else if (target == "/v1/messages/count_tokens") {
+    if (post) {
+      auto body = count_tokens_body(req.body());
+      auto res = body ? json_response(std::move(*body), keep)
+                      : make_api_error(api::messages, 400, keep, body.err().message, "invalid_request_error");
+      co_return co_await write_simple(c, res);
     }
   } else if (target == "/v1/embeddings" || target == "/v1/moderations") {
     if (post) {

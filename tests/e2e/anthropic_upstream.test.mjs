@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { zodResponseFormat, zodFunction, zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { start as startIn, untilFinal } from './lib.mjs';
@@ -286,6 +287,22 @@ test('responses: previous_response_id is refused naming it (an Anthropic upstrea
     client().responses.create({ model: 'claude-sim', input: 'more', previous_response_id: 'resp_0123' }),
     (err) => err instanceof OpenAI.BadRequestError && err.param === 'previous_response_id',
   );
+});
+
+// The Messages API in front of the same upstream: count_tokens is the upstream's own tokenizer.
+test('messages.countTokens is the Anthropic upstream\'s count; messages.create works through both translations', async () => {
+  const anthropic = new Anthropic({ baseURL: baseURL.replace(/\/v1$/, ''), apiKey: 'sk-ant-dummy', maxRetries: 0, timeout: 20000 });
+  const short = await anthropic.messages.countTokens({ model: 'claude-sim', messages: [{ role: 'user', content: 'hi' }] });
+  const long = await anthropic.messages.countTokens({
+    model: 'claude-sim',
+    system: 'Be brief.',
+    messages: [{ role: 'user', content: 'hi '.repeat(400) }],
+  });
+  assert.ok(Number.isInteger(short.input_tokens) && short.input_tokens > 0, JSON.stringify(short));
+  assert.ok(long.input_tokens > short.input_tokens + 100, `${long.input_tokens} vs ${short.input_tokens}`);
+  const msg = await anthropic.messages.create({ model: 'claude-sim', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+  assert.equal(msg.stop_reason, 'end_turn');
+  assert.equal(msg.usage.output_tokens, 12);
 });
 
 test('failover between an Anthropic and an OpenAI upstream: each gets the request in its own dialect', async () => {

@@ -131,6 +131,15 @@ TEST(AnthropicUpstream, ARouteOrAFieldTheMessagesAPICannotCarryIsRefused) {
   auto e = proxy::prepare_attempt(embeddings, f.r->at(0), "/v1/embeddings", routing::usage_mode::never);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, errc::not_found);
+  // count_tokens: the Messages API's own route, only an Anthropic upstream has it.
+  auto count = chat_call(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
+  e = proxy::prepare_attempt(count, f.r->at(1), "/v1/messages/count_tokens", routing::usage_mode::never);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, errc::not_found);
+  ASSERT_FALSE(proxy::prepare_attempt(count, f.r->at(0), "/v1/messages/count_tokens", routing::usage_mode::never));
+  EXPECT_EQ(count.req.target(), "/base/v1/messages/count_tokens");
+  EXPECT_EQ(count.req["x-api-key"], "sk-ant-gw");
+  EXPECT_EQ(count.req.body(), R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
   auto n2 = chat_call(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"n":2})");
   e = proxy::prepare_attempt(n2, f.r->at(0), "/v1/chat/completions", routing::usage_mode::never);
   ASSERT_TRUE(e);

@@ -280,3 +280,16 @@ TEST(SimMessages, RoutesAndMetricsByRoute) {
   EXPECT_NE(text.find("sim_requests_total{model_name=\"sim-1\",route=\"/v1/chat/completions\"} 0\n"),
             std::string::npos);
 }
+
+TEST(SimMessages, CountTokensIsTheParsersPromptEstimateAndNeedsNoMaxTokens) {
+  const std::string ask = R"({"model":"claude-sim","messages":[{"role":"user","content":"hello there"}]})";
+  auto counted = sim::count_tokens_body(ask);
+  ASSERT_TRUE(counted) << counted.err().message;
+  auto parsed = sim::parse_messages(R"({"model":"claude-sim","max_tokens":5,"messages":[{"role":"user","content":"hello there"}]})", 0);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(json::parse(*counted).at("input_tokens").to_number<std::uint64_t>(), parsed->prompt_tokens);
+  auto no_model = sim::count_tokens_body(R"({"messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_FALSE(no_model);
+  EXPECT_EQ(no_model.err().param, "model");
+  EXPECT_FALSE(sim::count_tokens_body(R"({"model":"m","messages":[]})"));
+}
