@@ -77,7 +77,8 @@ int run_sim(sim_command& cmd) {
 
 command add_sim(CLI::App& root) {
   auto cmd = std::make_shared<sim_command>();
-  auto* app = root.add_subcommand("sim", "OpenAI- and Anthropic-compatible upstream simulator with fault injection");
+  auto* app = root.add_subcommand(
+      "sim", "OpenAI-, Azure OpenAI- and Anthropic-compatible upstream simulator with fault injection");
   app->add_option("--config", cmd->config_file, "YAML file of options (the flag names without dashes)");
   cmd->opts.register_options(cmd->table);
   cmd->table.register_cli(*app);

@@ -15,7 +15,7 @@ std::string url::to_string() const {
   return std::string(tls ? "https://" : "http://") + h + ":" + std::to_string(port) + base_path;
 }
 
-result<url> parse_url(std::string_view text) {
+result<url> parse_url(std::string_view text, query_rule q) {
   auto bad = [&](std::string_view why) {
     return error::make(errc::bad_request, "invalid URL '" + std::string(text) + "': " + std::string(why));
   };
@@ -29,8 +29,14 @@ result<url> parse_url(std::string_view text) {
   } else {
     return bad("scheme must be http:// or https://");
   }
-  if (rest.find_first_of("?#") != std::string_view::npos) return bad("query and fragment are not allowed");
+  if (rest.find('#') != std::string_view::npos) return bad("a fragment is not allowed");
   if (rest.find_first_of(std::string_view(" \t\r\n\0", 5)) != std::string_view::npos) return bad("blanks or control characters");
+  if (auto mark = rest.find('?'); mark != std::string_view::npos) {
+    if (q == query_rule::refused) return bad("a query is not allowed");
+    u.query = std::string(rest.substr(mark + 1));
+    if (u.query.empty()) return bad("an empty query");
+    rest = rest.substr(0, mark);
+  }
   auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);

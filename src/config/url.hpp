@@ -16,12 +16,16 @@ struct url {
   std::string host;       // name or IP literal (without brackets)
   std::uint16_t port = 0;
   std::string base_path;  // "" or "/v1"-like prefix without a trailing slash
+  std::string query;      // what followed '?' (only where parse_url allowed one), without it
   std::string host_header() const;  // "host" or "host:port" when not the scheme default
-  std::string to_string() const;    // for logs: scheme://host:port/base (never credentials)
+  std::string to_string() const;    // for logs: scheme://host:port/base (never credentials, never the query)
 };
 
-// Rejects user-info ("user:pass@"), queries, fragments, blanks and control characters, an empty
-// port after ':', and schemes other than http and https.
-result<url> parse_url(std::string_view text);
+enum class query_rule : std::uint8_t { refused, allowed };
+
+// Rejects user-info ("user:pass@"), fragments, blanks and control characters, an empty port after
+// ':', schemes other than http and https, and a query unless `q` allows one (an upstream's: Azure
+// OpenAI's api-version).
+result<url> parse_url(std::string_view text, query_rule q = query_rule::refused);
 
 }  // namespace sluice::config

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 

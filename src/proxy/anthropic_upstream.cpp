@@ -164,7 +164,7 @@ std::optional<error> address_anthropic(upstream_call& call, const routing::upstr
   if (auto e = translate_body(call, u, path)) return e;
   std::swap(call.req.body(), call.other_dialect_body);
   call.body_translated = true;
-  call.req.target(u.target.base_path + "/v1/messages");
+  call.req.target(u.target.base_path + "/v1/messages" + (u.target.query.empty() ? "" : "?" + u.target.query));
   set_anthropic_credentials(call.req, u, !u.authorization.empty() ? u.authorization : call.client_authorization);
   return std::nullopt;
 }

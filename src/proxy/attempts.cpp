@@ -194,7 +194,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   x.status = 0;
   const std::size_t idx = x.lease.index();
   auto& u = x.lease.upstream();
-  const auto refusal = prepare_attempt(call, u, ctx.path, cfg_.router.settings().usage);
+  const auto refusal = prepare_attempt(call, u, ctx.path, ctx.model, cfg_.router.settings().usage);
   // Each attempt is a span of its own: its traceparent names it, so a retry is a sibling.
   const auto& span = ctx.trace.attempt_began(u.spec.name, u.target.host, u.target.port);
   if (refusal) {

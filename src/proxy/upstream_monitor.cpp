@@ -2,6 +2,7 @@
 
 #include "observability/log.hpp"
 #include "proxy/anthropic_upstream.hpp"
+#include "proxy/azure_upstream.hpp"
 #include "routing/engine_pressure.hpp"
 
 namespace sluice::proxy {
@@ -33,7 +34,8 @@ void upstream_monitor::start(runtime::task_group& tasks) {
     if (u.spec.probe) {
       auto st = std::make_unique<loop_state>();
       st->client = std::make_unique<upstream::client>(ex_, opts_, u.target, tls_);
-      st->path = u.target.base_path + "/v1/models";
+      auto path = upstream_target(u, "/v1/models", "");
+      st->path = path ? std::move(*path) : u.target.base_path + "/v1/models";
       st->timer = std::make_unique<net::steady_timer>(ex_);
       tasks.spawn(ex_, probe_loop(i, st.get()), "upstream probe loop");
       loops_.push_back(std::move(st));
@@ -73,6 +75,8 @@ task<result<std::string>> upstream_monitor::fetch(upstream::client& c, std::stri
   upstream::request req{bhttp::verb::get, path, 11};
   // The probe's credential, in the upstream's own style (an engine scrape sends none).
   if (u && u->spec.dialect == routing::upstream_dialect::anthropic) set_anthropic_credentials(req, *u, u->authorization);
+  else if (u && !u->authorization.empty() && u->spec.key_style() == routing::key_header::api_key)
+    req.set("api-key", u->authorization.substr(u->authorization.find(' ') + 1));  // "Bearer KEY" -> KEY
   else if (u && !u->authorization.empty()) req.set(bhttp::field::authorization, u->authorization);
   req.set(bhttp::field::accept, "*/*");
   auto sent = co_await c.send(req, abort, limit);

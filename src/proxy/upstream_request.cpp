@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "proxy/anthropic_upstream.hpp"
+#include "proxy/azure_upstream.hpp"
 
 namespace sluice::proxy {
 
@@ -20,6 +21,18 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
   return true;
 }
 bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && starts_with_ci(a, b); }
+}  // namespace
+
+namespace {
+// `Authorization: Bearer KEY` (whoever's key it is) as `api-key: KEY`, as Azure OpenAI takes it.
+void bearer_to_api_key(upstream::request& req) {
+  auto it = req.find(bhttp::field::authorization);
+  if (it == req.end()) return;
+  std::string_view v = it->value();
+  if (v.substr(0, 7) == "Bearer ") v.remove_prefix(7);
+  req.set("api-key", std::string(v));
+  req.erase(bhttp::field::authorization);
+}
 }  // namespace
 
 bool forwardable(std::string_view name) {
@@ -80,10 +93,12 @@ upstream_call make_upstream_call(http::request& client, std::string_view request
 }
 
 std::optional<error> prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
-                                     routing::usage_mode mode) {
+                                     std::string_view model, routing::usage_mode mode) {
   restore_chat_body(call);
   auto& req = call.req;
-  req.target(u.target.base_path + std::string(path));
+  auto target = upstream_target(u, path, model);
+  if (!target) return std::move(target).err();
+  req.target(*target);
   // Who is billed goes with whose key: the upstream's configured organization and project with
   // the gateway's key, the client's with the client's own key, none without a key.
   auto set_or_erase = [&req](std::string_view name, const std::string& value) {
@@ -103,6 +118,9 @@ std::optional<error> prepare_attempt(upstream_call& call, const routing::upstrea
     req.erase("openai-organization");
     req.erase("openai-project");
   }
+  // An earlier attempt's upstream may have taken its key as api-key: never another's.
+  req.erase("api-key");
+  if (u.spec.key_style() == routing::key_header::api_key) bearer_to_api_key(req);
   if (call.may_inject_usage) inject_usage(call, u, mode);
   if (u.spec.dialect == routing::upstream_dialect::anthropic) return address_anthropic(call, u, path);
   return refuse_anthropic_only(u, path);

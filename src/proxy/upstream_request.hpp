@@ -34,7 +34,7 @@ upstream_call make_upstream_call(http::request& client, std::string_view request
 // for an Anthropic upstream, all of it in its dialect (anthropic_upstream.hpp). An error: the
 // request cannot be sent to u.
 std::optional<error> prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
-                                     routing::usage_mode mode);
+                                     std::string_view model, routing::usage_mode mode);
 // The usage-injection part of prepare_attempt.
 void inject_usage(upstream_call& call, const routing::upstream_state& u, routing::usage_mode mode);
 

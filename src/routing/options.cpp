@@ -26,7 +26,35 @@ result<void> parse_usage_mode(std::string_view v, usage_mode& out) {
 result<void> parse_dialect(std::string_view v, upstream_dialect& out) {
   if (v == "openai") out = upstream_dialect::openai;
   else if (v == "anthropic") out = upstream_dialect::anthropic;
-  else return error::make(errc::bad_request, "expected openai or anthropic, got '" + std::string(v) + "'");
+  else if (v == "azure") out = upstream_dialect::azure;
+  else return error::make(errc::bad_request, "expected openai, anthropic or azure, got '" + std::string(v) + "'");
+  return ok;
+}
+
+result<void> parse_key_header(std::string_view v, std::optional<key_header>& out) {
+  if (v == "authorization") out = key_header::authorization;
+  else if (v == "api-key") out = key_header::api_key;
+  else return error::make(errc::bad_request, "expected authorization or api-key, got '" + std::string(v) + "'");
+  return ok;
+}
+
+// An Azure deployment's name as its paths take it: 1..64 of A-Z a-z 0-9 . _ -
+bool plain_deployment_name(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+result<void> parse_deployments(const YAML::Node& n, std::vector<std::pair<std::string, std::string>>& out) {
+  if (!n.IsMap()) return error::make(errc::bad_request, "expected a map of model: deployment");
+  for (const auto& e : n) {
+    if (!e.second.IsScalar()) return error::make(errc::bad_request, "expected a deployment name for each model");
+    const auto model = e.first.as<std::string>(), deployment = e.second.as<std::string>();
+    if (!plain_deployment_name(deployment))
+      return error::make(errc::bad_request, "deployment '" + deployment + "': use 1 to 64 of letters, digits, '.', '_', '-'");
+    out.emplace_back(model, deployment);
+  }
   return ok;
 }
 
@@ -53,6 +81,12 @@ result<upstream_spec> parse_one(const YAML::Node& node, std::size_t index) {
 
 }  // namespace
 
+std::string_view upstream_spec::deployment_of(std::string_view model) const noexcept {
+  for (const auto& [m, d] : deployments)
+    if (m == model) return d;
+  return model;
+}
+
 bool upstream_spec::serves(std::string_view model) const {
   if (models.empty() || model.empty()) return true;  // "": any upstream (e.g. GET /v1/models)
   return std::find(models.begin(), models.end(), model) != models.end();
@@ -78,7 +112,12 @@ void upstream_spec::register_options(config::option_table& t) {
                    "openai", [this](std::string_view v) { return parse_dialect(v, dialect); }})
       .add("anthropic-version", "anthropic-version header sent to an anthropic upstream", anthropic_version)
       .add("default-max-tokens", "anthropic upstreams: max_tokens for a chat request that names none",
-           default_max_tokens);
+           default_max_tokens)
+      .add_custom({"key-header", "how its key is sent: authorization (Bearer) or api-key (the default for azure)",
+                   "authorization",
+                   [this](std::string_view v) { return parse_key_header(v, key_header_set); }})
+      .add_node("deployments", "azure upstreams: the deployment of each model, {model: deployment} (absent: the model's name)",
+                [this](const YAML::Node& n) { return parse_deployments(n, deployments); });
 }
 
 result<std::vector<upstream_spec>> parse_upstreams_yaml(std::string_view yaml_text) {
@@ -102,7 +141,7 @@ result<std::vector<upstream_spec>> parse_upstreams_yaml(std::string_view yaml_te
 void options::register_options(config::option_table& t) {
   t.add_node("upstreams", "list of upstreams: name, url, key-env, weight, models, max-concurrent, "
                           "requests-per-minute, tokens-per-minute, probe, engine-metrics, organization, project, "
-                          "dialect, anthropic-version, default-max-tokens",
+                          "dialect, anthropic-version, default-max-tokens, key-header, deployments",
              [this](const YAML::Node& n) -> result<void> {
                if (!n.IsSequence()) return error::make(errc::bad_request, "expected a list of upstreams");
                std::size_t i = upstreams.size();
@@ -161,11 +200,15 @@ result<void> options::finish(const std::vector<std::string>& flag_urls, const st
     if (s.name.empty()) s.name = upstreams.size() == 1 ? "default" : "upstream-" + std::to_string(i + 1);
     if (s.key_env.empty()) s.key_env = default_key_env;
     if (s.weight == 0) return error::make(errc::bad_request, where + ": weight: must be at least 1");
-    auto u = config::parse_url(s.url);
+    auto u = config::parse_url(s.url, config::query_rule::allowed);
     if (!u) return error::make(errc::bad_request, where + ": url: " + u.err().message);
     if (s.default_max_tokens == 0 || s.default_max_tokens > std::uint64_t{0x7fffffff})
       return error::make(errc::bad_request, where + ": default-max-tokens: must be 1..2147483647");
     if (s.anthropic_version.empty()) return error::make(errc::bad_request, where + ": anthropic-version: must not be empty");
+    if (s.dialect == upstream_dialect::anthropic && s.key_header_set)
+      return error::make(errc::bad_request, where + ": key-header: an anthropic upstream takes its key as x-api-key");
+    if (s.dialect != upstream_dialect::azure && !s.deployments.empty())
+      return error::make(errc::bad_request, where + ": deployments: only an upstream of dialect: azure has deployments");
     if (!s.engine_metrics.empty()) {
       auto m = config::parse_url(s.engine_metrics);
       if (!m) return error::make(errc::bad_request, where + ": engine-metrics: " + m.err().message);

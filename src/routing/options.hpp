@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,13 @@ using namespace std::chrono_literals;
 
 // The API an upstream speaks. The gateway's routes are OpenAI's; an Anthropic upstream serves
 // /v1/chat/completions translated to and from its Messages API (docs/dialects.md).
-enum class upstream_dialect : std::uint8_t { openai, anthropic };
+// An Azure OpenAI upstream speaks OpenAI's API under deployment paths
+// (/openai/deployments/{deployment}/chat/completions?api-version=...) with its key as `api-key`.
+enum class upstream_dialect : std::uint8_t { openai, anthropic, azure };
+
+// How an upstream takes its key: `Authorization: Bearer KEY` (OpenAI, most servers) or
+// `api-key: KEY` (Azure OpenAI, also its v1 API). An Anthropic upstream always takes x-api-key.
+enum class key_header : std::uint8_t { authorization, api_key };
 
 // One upstream, from an entry of the `upstreams:` config list or from one `--upstream URL` flag.
 // The longest `circuit-window` (a circuit's ring of outcomes has a fixed size: circuit_breaker.hpp).
@@ -47,6 +54,18 @@ struct upstream_spec {
   // that names none (the Messages API requires one; chat completions does not).
   std::string anthropic_version = "2023-06-01";
   std::uint64_t default_max_tokens = 4096;
+  // `key-header: authorization | api-key`; unset: api-key for an Azure upstream, else authorization.
+  std::optional<routing::key_header> key_header_set;
+  // Azure upstreams: the deployment serving each model (`deployments: {model: deployment}`); a model
+  // not listed is its own deployment's name.
+  std::vector<std::pair<std::string, std::string>> deployments;
+
+  routing::key_header key_style() const noexcept {
+    return key_header_set.value_or(dialect == upstream_dialect::azure ? routing::key_header::api_key
+                                                                     : routing::key_header::authorization);
+  }
+  // The deployment for `model` (Azure).
+  std::string_view deployment_of(std::string_view model) const noexcept;
 
   bool serves(std::string_view model) const;
   // Registers the per-upstream keys (name, url, key-env, weight, models, ...) on `t`.

@@ -107,7 +107,7 @@ router::router(const options& o, std::vector<std::string> auths, time_point now,
       return std::make_unique<pacer>(s.requests_per_minute, s.tokens_per_minute, t);
     };
   for (std::size_t i = 0; i < o.upstreams.size(); ++i) {
-    auto u = config::parse_url(o.upstreams[i].url);
+    auto u = config::parse_url(o.upstreams[i].url, config::query_rule::allowed);
     if (!u) throw std::invalid_argument(u.err().message);  // finish() validated it already
     ups_.push_back(std::make_unique<upstream_state>(o.upstreams[i], std::move(*u),
                                                     i < auths.size() ? std::move(auths[i]) : std::string(), o,

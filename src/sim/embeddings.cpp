@@ -110,7 +110,7 @@ result<std::uint64_t> dimensions_of(const json::object& req) {
 
 }  // namespace
 
-result<std::string> embeddings_body(std::string_view request_body) {
+result<std::string> embeddings_body(std::string_view request_body, std::string_view model) {
   boost::system::error_code ec;
   const json::value v = json::parse(request_body, ec);
   if (ec || !v.is_object()) return refused_input("The request body is not a JSON object.", "");
@@ -131,10 +131,13 @@ result<std::string> embeddings_body(std::string_view request_body) {
     json::value embedding = base64 ? json::value(base64_of(vec)) : json::value(json::array(vec.begin(), vec.end()));
     data.push_back(json::object{{"object", "embedding"}, {"index", i}, {"embedding", std::move(embedding)}});
   }
-  const auto* model = req.if_contains("model");
+  const auto* asked = req.if_contains("model");
+  json::value named = !model.empty()                ? json::value(model)
+                      : asked && asked->is_string() ? *asked
+                                                    : json::value("sim-embed");
   return json::serialize(json::object{{"object", "list"},
                                       {"data", std::move(data)},
-                                      {"model", model && model->is_string() ? *model : json::value("sim-embed")},
+                                      {"model", std::move(named)},
                                       {"usage", json::object{{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
 }
 

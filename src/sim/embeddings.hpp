@@ -18,6 +18,7 @@ inline constexpr std::uint64_t max_embedding_dimensions = 4096;
 inline constexpr std::size_t max_embedding_inputs = 2048;
 
 // The response body, or a bad_request naming the field (`input`, `dimensions`, `encoding_format`).
-result<std::string> embeddings_body(std::string_view request_body);
+// Its `model` is `model` when that is non-empty (an Azure deployment), else the body's.
+result<std::string> embeddings_body(std::string_view request_body, std::string_view model = {});
 
 }  // namespace sluice::sim

@@ -60,6 +60,9 @@ std::string engine_metrics_text(std::string_view model, const engine_sample& s) 
         .append("\"} ")
         .append(std::to_string(s.requests_by_api[i]))
         .append("\n");
+  family(out, "sim_azure_requests_total", "counter",
+         "Requests to the Azure OpenAI paths (/openai/...), whatever the answer.", labels,
+         std::to_string(s.azure_requests));
   return out;
 }
 

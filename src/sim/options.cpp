@@ -49,7 +49,9 @@ void options::register_options(config::option_table& t) {
       .add_size("max-header", "largest accepted request head", max_header_bytes)
       .add("spaced-json", "write JSON with a space after every ':' and ',' (as Python's json.dumps does)",
            spaced_json)
-      .add("require-key", "API key the /v1 routes require: Authorization: Bearer KEY, or x-api-key: KEY on /v1/messages",
+      .add("require-key",
+           "API key the /v1 and /openai routes require: Authorization: Bearer KEY, x-api-key: KEY on /v1/messages, "
+           "api-key: KEY on the Azure OpenAI paths (/openai/...)",
            require_key);
 }
 

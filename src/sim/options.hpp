@@ -35,8 +35,8 @@ struct options {
   std::uint64_t max_body_bytes = 8ull * 1024 * 1024;
   std::uint64_t max_header_bytes = 16 * 1024;
   bool spaced_json = false;               // JSON with a space after ':' and ',' (as Python writes it)
-  // The API key the /v1 routes require (empty = none): `Authorization: Bearer KEY`, or on
-  // /v1/messages `x-api-key: KEY`.
+  // The API key the /v1 and /openai routes require (empty = none): `Authorization: Bearer KEY`, on
+  // /v1/messages `x-api-key: KEY`, on the Azure OpenAI paths (/openai/...) `api-key: KEY`.
   std::string require_key;
 
   // Registers every field by name. The table keeps references: `*this` must outlive it.

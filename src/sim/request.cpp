@@ -330,7 +330,8 @@ std::uint64_t request_hash(api kind, std::string_view body, std::uint64_t seed) 
   return mix(fnv1a(body, mix(seed ^ salt)));
 }
 
-result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed) {
+result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed,
+                                            std::string_view deployment) {
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec);
   if (ec) return bad("We could not parse the JSON body of your request: " + ec.message());
@@ -340,8 +341,8 @@ result<completion_request> parse_completion(api kind, std::string_view body, std
   completion_request r;
   r.kind = kind;
   auto* model = o.if_contains("model");
-  if (!model || !model->is_string()) return bad("you must provide a model parameter", "model");
-  r.model = model->get_string();
+  if (deployment.empty() && (!model || !model->is_string())) return bad("you must provide a model parameter", "model");
+  r.model = deployment.empty() ? std::string(model->get_string()) : std::string(deployment);
   if (auto v = read_stream(o, r); !v) return std::move(v).err();
   if (auto v = read_limits(kind, o, r); !v) return std::move(v).err();
   auto size = read_prompt(kind, o, r);

@@ -85,8 +85,10 @@ inline constexpr std::uint32_t max_choices = 128;
 bool valid_function_name(std::string_view name) noexcept;
 
 // Parses and checks a chat, completions or Responses request body (400-class errors with OpenAI's
-// `param`). Messages API bodies are parse_messages' (sim/messages.hpp).
-result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed);
+// `param`). Messages API bodies are parse_messages' (sim/messages.hpp). A non-empty `deployment`
+// (an Azure deployment path) is the model: the body's `model` is then optional and ignored.
+result<completion_request> parse_completion(api kind, std::string_view body, std::uint64_t seed,
+                                            std::string_view deployment = {});
 
 // The hash of (seed, kind, body) that drives a response's ids, `created` and text.
 std::uint64_t request_hash(api kind, std::string_view body, std::uint64_t seed) noexcept;

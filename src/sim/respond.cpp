@@ -410,7 +410,8 @@ task<void> respond_beside_watch(exchange& x) {
 
 }  // namespace
 
-task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req) {
+task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req,
+                                    std::string_view deployment) {
   auto& w = c.owner;
   const bool keep = req.keep_alive();
   counters::inc(w.count.completion_requests);
@@ -425,7 +426,8 @@ task<response_end> serve_completion(connection& c, api kind, const http::request
     auto res = make_api_error(kind, 400, keep, settings.err().message, "invalid_request_error");
     co_return co_await write_simple(c, res);
   }
-  auto creq = kind == api::messages ? parse_messages(req.body(), w.opts.seed) : parse_completion(kind, req.body(), w.opts.seed);
+  auto creq = kind == api::messages ? parse_messages(req.body(), w.opts.seed)
+                                    : parse_completion(kind, req.body(), w.opts.seed, deployment);
   if (!creq) {
     auto res = make_api_error(kind, 400, keep, creq.err().message, "invalid_request_error", creq.err().param);
     co_return co_await write_simple(c, res);

@@ -107,6 +107,7 @@ stats server::state::snapshot() const {
     s.completions_running += get(c.completions_running);
     s.completions_succeeded += get(c.completions_succeeded);
     s.rate_limited += get(c.rate_limited);
+    s.azure_requests += get(c.azure_requests);
     s.timer_waits += get(c.timer_waits);
     s.timer_late_1ms += get(c.timer_late_1ms);
     s.timer_late_10ms += get(c.timer_late_10ms);

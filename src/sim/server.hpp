@@ -33,7 +33,8 @@ struct stats {
   std::uint64_t responses_4xx = 0;      // 429s included
   std::uint64_t responses_5xx = 0;
   std::uint64_t responses_429 = 0;
-  std::uint64_t requests_with_auth = 0; // requests carrying an Authorization or x-api-key header (never logged)
+  // Requests carrying an Authorization, x-api-key or api-key header (the values are never logged).
+  std::uint64_t requests_with_auth = 0;
   std::uint64_t faults_injected = 0;    // 5xx/429/forced statuses, stalls, resets, malformed events
   std::uint64_t completion_requests = 0;  // chat/completions/responses/messages requests received, whatever the answer
   // completion_requests by route, indexed by api (route_of names each: "/v1/messages").
@@ -41,6 +42,9 @@ struct stats {
   std::uint64_t completions_running = 0;  // of those, being served now (vllm:num_requests_running)
   std::uint64_t completions_succeeded = 0;  // answered 2xx to the last byte (vllm:request_success_total)
   std::uint64_t rate_limited = 0;       // 429s from limit-rpm / limit-tpm (also in responses_429)
+  // Requests to an Azure OpenAI path (/openai/...), whatever the answer (refusals included); their
+  // completions also count in completion_requests under the matching /v1 route.
+  std::uint64_t azure_requests = 0;
   // Timed waits that ran to their deadline (time to first token, token delays, header delays) and
   // how late the worker woke from them: when its event loop cannot keep up, the wakeups come late
   // and the simulator, not the system under test, sets the pace.

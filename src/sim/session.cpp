@@ -5,6 +5,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 
+#include "sim/azure.hpp"
 #include "sim/content.hpp"
 #include "sim/embeddings.hpp"
 #include "sim/messages.hpp"
@@ -42,6 +43,7 @@ std::string stats_body(const stats& s) {
                         {"completions_running", s.completions_running},
                         {"completions_succeeded", s.completions_succeeded},
                         {"rate_limited", s.rate_limited},
+                        {"azure_requests", s.azure_requests},
                         {"timer_waits", s.timer_waits},
                         {"timer_late_1ms", s.timer_late_1ms},
                         {"timer_late_10ms", s.timer_late_10ms},
@@ -62,7 +64,7 @@ http::response<http::string_body> json_response(std::string body, bool keep_aliv
 http::response<http::string_body> metrics_response(worker& w, bool keep_alive) {
   const stats s = w.shared.snapshot();
   engine_sample sample{s.completions_running, s.completions_succeeded, w.shared.control.engine(),
-                       s.completion_requests_by_api};
+                       s.completion_requests_by_api, s.azure_requests};
   http::response<http::string_body> res{http::status::ok, 11};
   res.set(http::field::content_type, metrics_content_type);
   res.keep_alive(keep_alive);
@@ -129,6 +131,43 @@ std::optional<api> completion_api(std::string_view target) {
   return std::nullopt;
 }
 
+std::optional<std::string_view> header_value(const http::request<http::string_body>& req, std::string_view name) {
+  auto it = req.find(name);
+  return it == req.end() ? std::nullopt : std::optional<std::string_view>(it->value());
+}
+
+// An /openai/... request (sim/azure.hpp): counted, then the key and api-version rules, then its route
+// served as the matching /v1 one, the deployment standing for the model. Errors in OpenAI's shape
+// with Azure's codes ("401", "BadRequest", "404").
+task<response_end> route_azure(connection& c, const http::request<http::string_body>& req, bool keep) {
+  counters::inc(c.owner.count.azure_requests);
+  const std::string_view target = req.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  const auto refused = check_azure_request(c.owner.opts.require_key, header_value(req, "api-key"),
+                                           req.find(http::field::authorization) != req.end(), target);
+  const auto route = refused ? std::nullopt : parse_azure_path(path);
+  const bool want_get = route && route->op == azure_op::models;
+  std::optional<http::response<http::string_body>> res;
+  if (refused) {
+    res = make_error(refused->status, keep, refused->message, "invalid_request_error", {}, refused->code);
+  } else if (!route) {
+    res = make_error(404, keep, azure_not_found_message, "invalid_request_error", {}, azure_not_found_code);
+  } else if (req.method() != (want_get ? http::verb::get : http::verb::post)) {
+    res = make_error(405, keep, "Method " + std::string(req.method_string()) + " not allowed for " + std::string(path),
+                     "invalid_request_error");
+  } else if (const auto kind = completion_api_of(route->op)) {
+    auto end = co_await serve_completion(c, *kind, req, route->deployment);
+    co_return end;
+  } else if (want_get) {
+    res = json_response(models_body(c.owner.opts.models), keep);
+  } else {
+    auto body = embeddings_body(req.body(), route->deployment);
+    res = body ? json_response(std::move(*body), keep)
+               : make_error(400, keep, body.err().message, "invalid_request_error", body.err().param);
+  }
+  co_return co_await write_simple(c, *res);
+}
+
 bool is_parse_error(const error_code& ec) {
   return ec.category() == boost::beast::http::make_error_code(http::error::bad_version).category() &&
          ec != http::error::end_of_stream && ec != http::error::partial_message;
@@ -140,6 +179,7 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   const bool keep = req.keep_alive();
   const bool post = req.method() == http::verb::post, get = req.method() == http::verb::get;
 
+  if (is_azure_path(target)) co_return co_await route_azure(c, req, keep);
   auto refused = refusal(c.owner.opts, req, target, keep);
   if (refused) co_return co_await write_simple(c, *refused);
   if (const auto kind = completion_api(target)) {
@@ -171,14 +211,10 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
       auto res = model_response(c.owner.opts.models, target.substr(std::string_view("/v1/models/").size()), keep);
       co_return co_await write_simple(c, res);
     }
-  } else if (target == "/sim/stats") {
+  } else if (target == "/sim/stats" || target == "/metrics") {
     if (get) {
-      auto res = json_response(stats_body(c.owner.shared.snapshot()), keep);
-      co_return co_await write_simple(c, res);
-    }
-  } else if (target == "/metrics") {
-    if (get) {
-      auto res = metrics_response(c.owner, keep);
+      auto res = target == "/metrics" ? metrics_response(c.owner, keep)
+                                      : json_response(stats_body(c.owner.shared.snapshot()), keep);
       co_return co_await write_simple(c, res);
     }
   } else if (target == "/sim/control") {
@@ -240,7 +276,8 @@ task<void> run_session(tcp::socket socket, worker* w) {
       if (!ec) {
         const auto& req = parser.get();
         counters::inc(w->count.requests);
-        if (req.find(http::field::authorization) != req.end() || req.find("x-api-key") != req.end())
+        if (req.find(http::field::authorization) != req.end() || req.find("x-api-key") != req.end() ||
+            req.find("api-key") != req.end())
           counters::inc(w->count.requests_with_auth);
         end = co_await route(c, req);
         if (*end == response_end::done && !req.keep_alive()) end = response_end::close;

@@ -32,7 +32,7 @@ struct alignas(64) counters {
   counter requests{0}, streams_started{0}, streams_completed{0}, streams_aborted{0}, active_streams{0},
       active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
       responses_429{0}, requests_with_auth{0}, faults_injected{0}, completion_requests{0}, completions_running{0},
-      completions_succeeded{0}, rate_limited{0};
+      completions_succeeded{0}, rate_limited{0}, azure_requests{0};
   // completion_requests by route (indexed by api).
   counter completion_requests_by_api[api_count]{};
   // The most streams this worker had open at once (only its thread writes it).
@@ -105,8 +105,10 @@ task<void> run_session(tcp::socket socket, worker* w);
 // How one response ended, as far as the connection is concerned.
 enum class response_end { done, close, peer_gone };
 
-// Serves POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages (respond.cpp).
-task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req);
+// Serves POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages (respond.cpp);
+// with a `deployment` (an Azure deployment path), that is the model the answer names.
+task<response_end> serve_completion(connection& c, api kind, const http::request<http::string_body>& req,
+                                    std::string_view deployment = {});
 // Writes a whole response with Content-Length (session.cpp).
 task<response_end> write_simple(connection& c, http::response<http::string_body>& res);
 // An OpenAI-shaped error response.

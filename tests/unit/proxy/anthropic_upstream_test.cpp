@@ -55,7 +55,7 @@ const std::string chat_body =
 TEST(AnthropicUpstream, AnAttemptSendsTheMessagesRequestWithXApiKey) {
   fixture f;
   auto call = chat_call(chat_body);
-  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/chat/completions", routing::usage_mode::auto_));
+  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/chat/completions", "m", routing::usage_mode::auto_));
   EXPECT_EQ(call.req.target(), "/base/v1/messages");
   EXPECT_EQ(call.req["x-api-key"], "sk-ant-gw");
   EXPECT_EQ(call.req["anthropic-version"], "2023-06-01");
@@ -71,8 +71,8 @@ TEST(AnthropicUpstream, AnAttemptSendsTheMessagesRequestWithXApiKey) {
 TEST(AnthropicUpstream, AnAttemptOnAnOpenAIUpstreamAfterItSendsTheChatBodyAgain) {
   fixture f;
   auto call = chat_call(chat_body);
-  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/chat/completions", routing::usage_mode::never));
-  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(1), "/v1/chat/completions", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/chat/completions", "m", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(1), "/v1/chat/completions", "m", routing::usage_mode::never));
   EXPECT_EQ(call.req.target(), "/base/v1/chat/completions");
   EXPECT_EQ(call.req.body(), chat_body);
   EXPECT_EQ(call.req[bhttp::field::authorization], "Bearer sk-gw");
@@ -80,7 +80,7 @@ TEST(AnthropicUpstream, AnAttemptOnAnOpenAIUpstreamAfterItSendsTheChatBodyAgain)
   EXPECT_EQ(call.req.find("x-api-key"), call.req.end());
   EXPECT_EQ(call.req.find("anthropic-version"), call.req.end());
   // ...and back again: the same translation.
-  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/chat/completions", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/chat/completions", "m", routing::usage_mode::never));
   EXPECT_EQ(json::parse(call.req.body()).as_object().at("max_tokens"), json::value(777));
 }
 
@@ -88,11 +88,11 @@ TEST(AnthropicUpstream, UsageIsReportedWhenTheClientAskedOrTheGatewayInjected) {
   fixture f;
   auto asked = chat_call(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,
                              "stream_options":{"include_usage":true}})");
-  ASSERT_FALSE(proxy::prepare_attempt(asked, f.r->at(0), "/v1/chat/completions", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(asked, f.r->at(0), "/v1/chat/completions", "m", routing::usage_mode::never));
   EXPECT_TRUE(asked.client_asked_usage);
   EXPECT_FALSE(asked.usage_injected);
   auto injected = chat_call(chat_body);
-  ASSERT_FALSE(proxy::prepare_attempt(injected, f.r->at(0), "/v1/chat/completions", routing::usage_mode::always));
+  ASSERT_FALSE(proxy::prepare_attempt(injected, f.r->at(0), "/v1/chat/completions", "m", routing::usage_mode::always));
   EXPECT_FALSE(injected.client_asked_usage);
   EXPECT_TRUE(injected.usage_injected);
   EXPECT_EQ(json::parse(injected.req.body()).as_object().if_contains("stream_options"), nullptr);
@@ -104,7 +104,7 @@ TEST(AnthropicUpstream, APassThroughClientsKeyGoesAsXApiKey) {
   ASSERT_TRUE(o.finish({}, "OPENAI_API_KEY").has_value());
   routing::router r(o, {""}, std::chrono::steady_clock::now());
   auto call = chat_call(chat_body, true);
-  ASSERT_FALSE(proxy::prepare_attempt(call, r.at(0), "/v1/chat/completions", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(call, r.at(0), "/v1/chat/completions", "m", routing::usage_mode::never));
   EXPECT_EQ(call.req["x-api-key"], "sk-client");
   EXPECT_EQ(call.req.find(bhttp::field::authorization), call.req.end());
   EXPECT_EQ(call.req.find("openai-organization"), call.req.end());
@@ -113,14 +113,14 @@ TEST(AnthropicUpstream, APassThroughClientsKeyGoesAsXApiKey) {
 TEST(AnthropicUpstream, AResponsesRequestIsTranslatedToo) {
   fixture f;
   auto call = chat_call(R"({"model":"claude-x","instructions":"Be brief.","input":"hi","max_output_tokens":50,"stream":true})");
-  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/responses", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(call, f.r->at(0), "/v1/responses", "m", routing::usage_mode::never));
   EXPECT_EQ(call.req.target(), "/base/v1/messages");
   const auto sent = json::parse(call.req.body()).as_object();
   EXPECT_EQ(sent.at("system"), json::value("Be brief."));
   EXPECT_EQ(sent.at("max_tokens"), json::value(50));
   EXPECT_EQ(sent.at("messages").as_array().at(0).at("role"), json::value("user"));
   auto stateful = chat_call(R"({"model":"claude-x","input":"more","previous_response_id":"resp_1"})");
-  auto e = proxy::prepare_attempt(stateful, f.r->at(0), "/v1/responses", routing::usage_mode::never);
+  auto e = proxy::prepare_attempt(stateful, f.r->at(0), "/v1/responses", "m", routing::usage_mode::never);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "previous_response_id");
 }
@@ -128,20 +128,20 @@ TEST(AnthropicUpstream, AResponsesRequestIsTranslatedToo) {
 TEST(AnthropicUpstream, ARouteOrAFieldTheMessagesAPICannotCarryIsRefused) {
   fixture f;
   auto embeddings = chat_call(R"({"model":"m","input":"x"})");
-  auto e = proxy::prepare_attempt(embeddings, f.r->at(0), "/v1/embeddings", routing::usage_mode::never);
+  auto e = proxy::prepare_attempt(embeddings, f.r->at(0), "/v1/embeddings", "m", routing::usage_mode::never);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, errc::not_found);
   // count_tokens: the Messages API's own route, only an Anthropic upstream has it.
   auto count = chat_call(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
-  e = proxy::prepare_attempt(count, f.r->at(1), "/v1/messages/count_tokens", routing::usage_mode::never);
+  e = proxy::prepare_attempt(count, f.r->at(1), "/v1/messages/count_tokens", "m", routing::usage_mode::never);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, errc::not_found);
-  ASSERT_FALSE(proxy::prepare_attempt(count, f.r->at(0), "/v1/messages/count_tokens", routing::usage_mode::never));
+  ASSERT_FALSE(proxy::prepare_attempt(count, f.r->at(0), "/v1/messages/count_tokens", "m", routing::usage_mode::never));
   EXPECT_EQ(count.req.target(), "/base/v1/messages/count_tokens");
   EXPECT_EQ(count.req["x-api-key"], "sk-ant-gw");
   EXPECT_EQ(count.req.body(), R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
   auto n2 = chat_call(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"n":2})");
-  e = proxy::prepare_attempt(n2, f.r->at(0), "/v1/chat/completions", routing::usage_mode::never);
+  e = proxy::prepare_attempt(n2, f.r->at(0), "/v1/chat/completions", "m", routing::usage_mode::never);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, errc::bad_request);
   EXPECT_EQ(e->param, "n");

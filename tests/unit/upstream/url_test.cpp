@@ -53,3 +53,15 @@ TEST(upstream_url, errors_never_echo_credentials_beyond_the_url_given) {
   ASSERT_FALSE(u);
   EXPECT_NE(u.err().message.find("credentials"), std::string::npos);
 }
+
+TEST(upstream_url, a_query_only_where_allowed_and_never_in_logs) {
+  auto az = parse_url("https://res.openai.azure.com/openai/?api-version=2024-10-21", config::query_rule::allowed);
+  ASSERT_TRUE(az);
+  EXPECT_EQ(az->base_path, "/openai");
+  EXPECT_EQ(az->query, "api-version=2024-10-21");
+  EXPECT_EQ(az->to_string().find("api-version"), std::string::npos);
+  EXPECT_FALSE(parse_url("https://h/a?", config::query_rule::allowed)) << "an empty query";
+  EXPECT_FALSE(parse_url("https://h/a?x=1#f", config::query_rule::allowed)) << "a fragment";
+  EXPECT_FALSE(parse_url("https://h/a?x=1")) << "refused by default (engine metrics, load targets)";
+  EXPECT_TRUE(parse_url("https://h/a")->query.empty());
+}
