@@ -42,6 +42,7 @@ result<void> serve_options::validate() const {
   if (http.admin_max_connections < 1) return error::make(errc::bad_request, "admin-max-connections must be at least 1");
   if (auto n = process_count(); !n) return std::move(n).err();
   if (proxy.stream_buffer < 1024) return error::make(errc::bad_request, "stream-buffer must be at least 1KiB");
+  if (auto r = proxy.finish(); !r) return std::move(r).err();
   if (http.max_header_bytes < 1024) return error::make(errc::bad_request, "max-header-bytes must be at least 1KiB");
   if (http.max_request_line_bytes < 256)
     return error::make(errc::bad_request, "max-request-line-bytes must be at least 256B");

@@ -92,6 +92,8 @@ std::string_view to_string(reject_reason r) noexcept {
       return "key_queue_full";
     case reject_reason::queue_unavailable:
       return "queue_unavailable";
+    case reject_reason::route_disabled:
+      return "route_disabled";
   }
   return "bad_request";
 }

@@ -58,7 +58,8 @@ enum class reject_reason : std::uint8_t {
   too_many_headers,       // 431 by field count
   limits_unavailable,     // 503: the shared limits could not decide (redis-failure-mode closed)
   key_queue_full,         // 503: the client key already has queue-per-key requests waiting
-  queue_unavailable       // 503: the job queue (--queue redis) did not answer
+  queue_unavailable,      // 503: the job queue (--queue redis) did not answer
+  route_disabled          // 404: a route the `routes:` allow-list leaves out
 };
 enum class stage : std::uint8_t { parse, queue, ratelimit, connect, relay };
 enum class direction : std::uint8_t { prompt, completion };  // tokens
@@ -79,7 +80,8 @@ inline constexpr std::array all_reject_reasons = {reject_reason::queue_full,    
                                                   reject_reason::bad_framing,     reject_reason::request_line_too_long,
                                                   reject_reason::too_many_headers,
                                                   reject_reason::limits_unavailable,
-                                                  reject_reason::key_queue_full, reject_reason::queue_unavailable};
+                                                  reject_reason::key_queue_full, reject_reason::queue_unavailable,
+                                                  reject_reason::route_disabled};
 inline constexpr std::array all_stages = {stage::parse, stage::queue, stage::ratelimit, stage::connect, stage::relay};
 inline constexpr std::array all_directions = {direction::prompt, direction::completion};
 inline constexpr std::array all_byte_directions = {byte_direction::upstream, byte_direction::downstream};

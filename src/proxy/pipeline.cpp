@@ -203,6 +203,9 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
 
 task<void> pipeline::serve(request_context& ctx, http::request& req) {
   if (auto bad = parse(ctx, req)) co_return co_await send_error(ctx, *bad);
+  if (!cfg_.proxy.serves(ctx.route))
+    co_return co_await refuse(ctx, error::make(errc::not_found, "The route " + ctx.path + " is not enabled on this gateway."),
+                              obs::reject_reason::route_disabled);
   if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, req);
   if (cfg_.jobs && !cfg_.jobs->serves_clients())
     co_return co_await send_error(ctx, error::make(errc::not_found, "This process is a worker (--role worker): it runs jobs and serves "

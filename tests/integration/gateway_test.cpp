@@ -409,3 +409,37 @@ TEST_F(GatewayTest, UpstreamKeyIsSentButNeverShown) {
   EXPECT_EQ(everything.find(kUpstreamKey), std::string::npos);
   EXPECT_EQ(everything.find("PLANTED"), std::string::npos);
 }
+
+// The `routes:` allow-list: a route left out is a 404 counted as route_disabled before anything
+// else (no key check, no slot, no upstream); the routes it names and the probes are served.
+TEST(GatewayRoutes, ARouteTheAllowListLeavesOutIsA404CountedAsRouteDisabled) {
+  sim::options so;
+  so.listen = "127.0.0.1:0";
+  so.tokens = 3;
+  sim::server sim(so);
+  auto sp = sim.start();
+  ASSERT_TRUE(sp.has_value()) << sp.err().message;
+  app::serve_options go;
+  go.http.listen = "127.0.0.1:0";
+  go.http.threads = 1;
+  go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
+  go.proxy.routes = {"chat_completions", "models"};
+  ASSERT_TRUE(go.validate().has_value());
+  auto made = app::gateway::make(go, "");
+  ASSERT_TRUE(made.has_value()) << made.err().message;
+  auto gp = (*made)->start();
+  ASSERT_TRUE(gp.has_value()) << gp.err().message;
+  const auto port = gp->port();
+  auto refused = test::call(port, verb::post, "/v1/embeddings", R"({"model":"m","input":"x"})");
+  expect_openai_error(refused, 404);
+  EXPECT_NE(refused.body().find("not enabled"), std::string::npos) << refused.body();
+  EXPECT_EQ(test::post_chat(port, false).result_int(), 200u);
+  EXPECT_EQ(test::call(port, verb::get, "/v1/models").result_int(), 200u);
+  EXPECT_EQ(test::call(port, verb::get, "/healthz").result_int(), 200u);
+  const auto metrics = test::call(port, verb::get, "/metrics").body();
+  EXPECT_NE(metrics.find("sluice_rejections_total{reason=\"route_disabled\"} 1"), std::string::npos) << metrics;
+  EXPECT_EQ(sim.snapshot().completion_requests, 1u) << "the refused request never reached the upstream";
+  app::serve_options bad = go;
+  bad.proxy.routes = {"chat_completions", "files"};
+  EXPECT_FALSE(bad.validate().has_value()) << "a name that is no route is refused at start-up";
+}
