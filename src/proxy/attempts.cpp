@@ -226,7 +226,9 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   const double connect_s = std::chrono::duration<double>(x.response->connect_time()).count();
   cfg_.svc.requests.overhead_seconds(obs::stage::connect).observe(connect_s);
   ctx.overhead_seconds += connect_s;
-  const auto limits = routing::read_ratelimit_headers(x.response->head());
+  const auto limits = u.spec.dialect == routing::upstream_dialect::anthropic
+                          ? routing::read_anthropic_ratelimit_headers(x.response->head(), std::chrono::system_clock::now())
+                          : routing::read_ratelimit_headers(x.response->head());
   if (limits.any()) u.pace->observe(limits, runtime::steady::now());
   out.sse = x.is_sse();
   if (!out.sse) {

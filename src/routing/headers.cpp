@@ -25,7 +25,38 @@ std::optional<duration> reset(const boost::beast::http::fields& f, std::string_v
   return parse_openai_duration(it->value());
 }
 
+std::optional<duration> reset_at(const boost::beast::http::fields& f, std::string_view name, sys_time now) {
+  auto it = f.find(name);
+  if (it == f.end()) return std::nullopt;
+  auto at = parse_rfc3339(it->value());
+  if (!at) return std::nullopt;
+  if (*at <= now) return duration::zero();
+  const auto left = std::chrono::duration_cast<duration>(*at - now);
+  return left > std::chrono::hours(24 * 7) ? std::nullopt : std::optional<duration>(left);  // garbage, as for OpenAI's
+}
+
+void read_retry_after(const boost::beast::http::fields& f, ratelimit_headers& h) {
+  if (auto ms = number(f, "retry-after-ms")) {
+    h.retry_after = std::chrono::duration_cast<duration>(std::chrono::duration<double, std::milli>(*ms));
+  } else if (auto s = number(f, "retry-after")) {  // the HTTP-date form is not used by LLM APIs
+    h.retry_after = std::chrono::duration_cast<duration>(std::chrono::duration<double>(*s));
+  }
+  if (h.retry_after && *h.retry_after > std::chrono::hours(1)) h.retry_after = std::chrono::hours(1);
+}
+
 }  // namespace
+
+ratelimit_headers read_anthropic_ratelimit_headers(const boost::beast::http::fields& f, sys_time now) {
+  ratelimit_headers h;
+  h.limit_requests = number(f, "anthropic-ratelimit-requests-limit");
+  h.remaining_requests = number(f, "anthropic-ratelimit-requests-remaining");
+  h.limit_tokens = number(f, "anthropic-ratelimit-tokens-limit");
+  h.remaining_tokens = number(f, "anthropic-ratelimit-tokens-remaining");
+  h.reset_requests = reset_at(f, "anthropic-ratelimit-requests-reset", now);
+  h.reset_tokens = reset_at(f, "anthropic-ratelimit-tokens-reset", now);
+  read_retry_after(f, h);
+  return h;
+}
 
 ratelimit_headers read_ratelimit_headers(const boost::beast::http::fields& f) {
   ratelimit_headers h;
@@ -35,12 +66,7 @@ ratelimit_headers read_ratelimit_headers(const boost::beast::http::fields& f) {
   h.remaining_tokens = number(f, "x-ratelimit-remaining-tokens");
   h.reset_requests = reset(f, "x-ratelimit-reset-requests");
   h.reset_tokens = reset(f, "x-ratelimit-reset-tokens");
-  if (auto ms = number(f, "retry-after-ms")) {
-    h.retry_after = std::chrono::duration_cast<duration>(std::chrono::duration<double, std::milli>(*ms));
-  } else if (auto s = number(f, "retry-after")) {  // the HTTP-date form is not used by LLM APIs
-    h.retry_after = std::chrono::duration_cast<duration>(std::chrono::duration<double>(*s));
-  }
-  if (h.retry_after && *h.retry_after > std::chrono::hours(1)) h.retry_after = std::chrono::hours(1);
+  read_retry_after(f, h);
   return h;
 }
 

@@ -5,12 +5,18 @@
 
 #include <boost/beast/http/fields.hpp>
 
+#include "core/rfc3339.hpp"
 #include "routing/pacer.hpp"
 
 namespace sluice::routing {
 
 // x-ratelimit-{limit,remaining,reset}-{requests,tokens}, retry-after-ms, retry-after (seconds).
 ratelimit_headers read_ratelimit_headers(const boost::beast::http::fields& f);
+
+// Anthropic's: anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}, each reset an RFC 3339
+// time, read as the time left from `now` (a past one: zero); retry-after as above. The `tokens`
+// figures are Anthropic's most restrictive token limit at the moment (input and output combined).
+ratelimit_headers read_anthropic_ratelimit_headers(const boost::beast::http::fields& f, sys_time now);
 
 // Exponential backoff with full jitter: uniform over [0, min(cap, base * 2^retry)].
 template <class Rng>

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/openai_duration.hpp"
+#include "core/rfc3339.hpp"
 
 namespace sluice::sim {
 
@@ -56,15 +57,26 @@ std::uint64_t ceil_ms(duration d) noexcept {
 
 std::uint64_t ceil_seconds(duration d) noexcept { return (ceil_ms(d) + 999) / 1000; }
 
-std::vector<std::pair<std::string_view, std::string>> ratelimit_headers(const rate_decision& d) {
+std::vector<std::pair<std::string_view, std::string>> ratelimit_headers(const rate_decision& d, api kind) {
   std::vector<std::pair<std::string_view, std::string>> out;
-  auto add = [&out](const std::optional<limit_figures>& f, std::string_view limit, std::string_view remaining,
-                    std::string_view reset) {
+  const bool anthropic = kind == api::messages;
+  const auto now = std::chrono::system_clock::now();
+  auto add = [&](const std::optional<limit_figures>& f, std::string_view limit, std::string_view remaining,
+                 std::string_view reset) {
     if (!f) return;
     out.emplace_back(limit, std::to_string(f->limit));
     out.emplace_back(remaining, std::to_string(f->remaining));
-    out.emplace_back(reset, format_openai_duration(f->reset));
+    // OpenAI says how long until the reset, Anthropic when (RFC 3339).
+    out.emplace_back(reset, anthropic ? format_rfc3339(now + std::chrono::duration_cast<std::chrono::system_clock::duration>(f->reset))
+                                      : format_openai_duration(f->reset));
   };
+  if (anthropic) {
+    add(d.requests, "anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining",
+        "anthropic-ratelimit-requests-reset");
+    add(d.tokens, "anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining",
+        "anthropic-ratelimit-tokens-reset");
+    return out;
+  }
   add(d.requests, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests");
   add(d.tokens, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens");
   return out;

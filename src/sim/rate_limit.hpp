@@ -60,7 +60,7 @@ std::string rate_limit_message(const rate_decision& d);
 
 // x-ratelimit-{limit,remaining,reset}-requests and -tokens for the limits that are on, in OpenAI's
 // formats (integers; resets like "120ms", "1s", "1m30.5s", rounded up to whole milliseconds).
-std::vector<std::pair<std::string_view, std::string>> ratelimit_headers(const rate_decision& d);
+std::vector<std::pair<std::string_view, std::string>> ratelimit_headers(const rate_decision& d, api kind);
 
 // What a request costs the tokens bucket: its prompt and the most it may generate (saturating).
 std::uint64_t token_cost(const completion_request& r, const request_settings& s) noexcept;

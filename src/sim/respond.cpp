@@ -105,9 +105,9 @@ task<void> stall(exchange& x) {
   co_await x.timer.async_wait(ec_out(ec));
 }
 
-void set_ratelimit_headers(http::response<http::string_body>& res, const rate_decision* d) {
+void set_ratelimit_headers(http::response<http::string_body>& res, const rate_decision* d, api kind) {
   if (!d) return;
-  for (const auto& [name, value] : ratelimit_headers(*d)) res.set(name, value);
+  for (const auto& [name, value] : ratelimit_headers(*d, kind)) res.set(name, value);
 }
 
 void reset_connection(exchange& x) {
@@ -164,7 +164,7 @@ task<void> respond_status(exchange& x) {
     res.set("x-ratelimit-limit-tokens", "200000");
     res.set("x-ratelimit-remaining-tokens", "0");
     res.set("x-ratelimit-reset-tokens", reset);
-    set_ratelimit_headers(res, x.limits);  // with real limits on, their figures replace the fixed ones
+    set_ratelimit_headers(res, x.limits, kind);  // with real limits on, their figures replace the fixed ones
   } else if (status >= 500) {
     res = make_api_error(kind, status, x.keep_alive,
                          kind != api::messages ? "The server had an error while processing your request. Sorry about that!"
@@ -175,7 +175,7 @@ task<void> respond_status(exchange& x) {
     res = make_api_error(kind, status, x.keep_alive, "Simulated error status " + std::to_string(status),
                          error_type_for_status(static_cast<int>(status)));
   }
-  if (status != 429) set_ratelimit_headers(res, x.limits);
+  if (status != 429) set_ratelimit_headers(res, x.limits, kind);
   x.end = co_await write_simple(x.c, res);
 }
 
@@ -206,7 +206,7 @@ task<void> respond_whole(exchange& x) {
   res.body() = choices.body();
   if (x.c.owner.opts.spaced_json) res.body() = spaced_json(res.body(), false);
   if (fires(x.s.malformed_after)) res.body().resize(res.body().size() / 2);  // cut JSON
-  set_ratelimit_headers(res, x.limits);
+  set_ratelimit_headers(res, x.limits, x.req.kind);
   counters::inc(w.count.completions_succeeded);  // before the write, like every counter a client may check
   x.end = co_await write_simple(x.c, res);
 }
@@ -216,7 +216,7 @@ void frame_stream_head(exchange& x, const std::string& id) {
   x.pending = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n";
   x.pending += "x-request-id: req_" + id.substr(id.find('-') + 1) + "\r\n";
   if (x.limits)
-    for (const auto& [name, value] : ratelimit_headers(*x.limits))
+    for (const auto& [name, value] : ratelimit_headers(*x.limits, x.req.kind))
       x.pending.append(name).append(": ").append(value).append("\r\n");
   x.pending += x.keep_alive ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
 }
@@ -366,7 +366,7 @@ http::response<http::string_body> rate_limited(api kind, const rate_decision& d,
   auto res = make_api_error(kind, 429, keep_alive, rate_limit_message(d), d.exceeded, {}, "rate_limit_exceeded");
   res.set(http::field::retry_after, std::to_string(ceil_seconds(d.retry_after)));
   res.set("retry-after-ms", std::to_string(ceil_ms(d.retry_after)));
-  set_ratelimit_headers(res, &d);
+  set_ratelimit_headers(res, &d, kind);
   return res;
 }
 

@@ -259,6 +259,32 @@ TEST(Resilience, PacesToAKnownUpstreamRateLimitWithoutProvoking429s) {
   EXPECT_GE(metric(g.port, R"(sluice_upstream_holds_total{reason="paced"})"), 1);
 }
 
+// An upstream of dialect: anthropic says its limits as Anthropic does (anthropic-ratelimit-*, each
+// reset an RFC 3339 time): the gateway learns them from the answers (no limit configured) and holds
+// or sheds the requests past them itself, so the upstream never has to refuse one.
+TEST(Resilience, PacesToTheLimitsAnAnthropicUpstreamSaysWithoutProvoking429s) {
+  constexpr int rpm = 4;
+  auto so = sim_options();
+  so.limit_rpm = rpm;
+  sim_box s(so);
+  auto u = upstream_at("claude", s.url());
+  u.dialect = routing::upstream_dialect::anthropic;
+  auto go = gateway_options({u});
+  go.routing.max_attempts = 1;
+  go.routing.max_hold = 200ms;  // a refill is 15 s away: shed at once rather than wait for it
+  gateway_box g(go);
+  int ok = 0, shed = 0;
+  for (int i = 0; i < 3 * rpm; ++i) {
+    const unsigned st = test::post_chat(g.port, false).result_int();
+    ok += st == 200 ? 1 : 0;
+    shed += st == 429 ? 1 : 0;
+  }
+  EXPECT_EQ(ok, rpm);
+  EXPECT_EQ(shed, 2 * rpm) << "the gateway's own 429s";
+  EXPECT_EQ(s.server.snapshot().rate_limited, 0u) << "the upstream never refused: its headers were heeded";
+  EXPECT_EQ(s.server.snapshot().completion_requests, static_cast<std::uint64_t>(rpm));
+}
+
 TEST(Resilience, SaturatedEngineGetsNoNewRequestsUntilItRecovers) {
   sim_box s(sim_options());
   auto u = upstream_at("gpu", s.url());

@@ -171,3 +171,29 @@ TEST(Pacer, ResetHeaderSpeedsUpTheRefill) {
   q.observe(h, t);
   EXPECT_NEAR(q.snapshot(t + 1s).requests_available, 10, 0.01);
 }
+
+TEST(Headers, AnthropicsRateLimitHeadersResetAtATimeAndReadAsTheTimeLeft) {
+  boost::beast::http::fields f;
+  const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'796'600'000));  // 2026-12-05
+  f.set("anthropic-ratelimit-requests-limit", "50");
+  f.set("anthropic-ratelimit-requests-remaining", "49");
+  f.set("anthropic-ratelimit-requests-reset", sluice::format_rfc3339(now + 2s));
+  f.set("anthropic-ratelimit-tokens-limit", "40000");
+  f.set("anthropic-ratelimit-tokens-remaining", "39000");
+  f.set("anthropic-ratelimit-tokens-reset", sluice::format_rfc3339(now - 5s));
+  f.set("x-ratelimit-remaining-requests", "1");  // not this upstream's dialect: ignored
+  f.set("retry-after", "4");
+  auto h = read_anthropic_ratelimit_headers(f, now);
+  EXPECT_EQ(h.limit_requests, 50);
+  EXPECT_EQ(h.remaining_requests, 49);
+  EXPECT_EQ(h.reset_requests, duration(2s));
+  EXPECT_EQ(h.limit_tokens, 40000);
+  EXPECT_EQ(h.remaining_tokens, 39000);
+  EXPECT_EQ(h.reset_tokens, duration::zero()) << "a reset already past";
+  EXPECT_EQ(h.retry_after, duration(4s));
+  f.set("anthropic-ratelimit-requests-reset", "in two seconds");
+  EXPECT_FALSE(read_anthropic_ratelimit_headers(f, now).reset_requests);
+  f.set("anthropic-ratelimit-requests-reset", sluice::format_rfc3339(now + std::chrono::hours(24 * 30)));
+  EXPECT_FALSE(read_anthropic_ratelimit_headers(f, now).reset_requests) << "a month away is garbage";
+  EXPECT_EQ(read_ratelimit_headers(f).remaining_requests, 1) << "and the OpenAI reader reads only its own";
+}

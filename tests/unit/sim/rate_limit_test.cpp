@@ -1,5 +1,6 @@
 // limit-rpm / limit-tpm with an injected clock: every time below is an explicit steady_clock point,
 // never a sleep. (The bucket's own arithmetic is tested with core's token_bucket, in unit/core.)
+#include "core/rfc3339.hpp"
 #include "sim/rate_limit.hpp"
 
 #include <gtest/gtest.h>
@@ -13,9 +14,9 @@ namespace {
 
 const sim::steady_time t0{std::chrono::hours(1000)};
 
-std::map<std::string, std::string> header_map(const sim::rate_decision& d) {
+std::map<std::string, std::string> header_map(const sim::rate_decision& d, sim::api kind = sim::api::chat) {
   std::map<std::string, std::string> m;
-  for (auto& [k, v] : sim::ratelimit_headers(d)) m[std::string(k)] = v;
+  for (auto& [k, v] : sim::ratelimit_headers(d, kind)) m[std::string(k)] = v;
   return m;
 }
 
@@ -99,4 +100,17 @@ TEST(SimRateLimiter, MessagesAndRounding) {
   EXPECT_EQ(sim::rate_limit_message(d),
             "Rate limit reached for requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.");
   EXPECT_EQ(header_map(d)["x-ratelimit-reset-requests"], "1m0s") << "59.9995s rounds up to whole ms";
+}
+
+TEST(SimRateLimiter, TheMessagesRouteSaysItsLimitsAsAnthropicDoes) {
+  sim::rate_limiter rl(3, 0, t0);
+  auto a = rl.take(10, t0);
+  ASSERT_TRUE(a.allowed);
+  auto m = header_map(a, sim::api::messages);
+  EXPECT_EQ(m["anthropic-ratelimit-requests-limit"], "3");
+  EXPECT_EQ(m["anthropic-ratelimit-requests-remaining"], "2");
+  const auto reset = sluice::parse_rfc3339(m["anthropic-ratelimit-requests-reset"]);
+  ASSERT_TRUE(reset) << m["anthropic-ratelimit-requests-reset"];
+  EXPECT_GT(*reset, std::chrono::system_clock::now()) << "a reset still to come, as a time";
+  EXPECT_EQ(m.count("x-ratelimit-limit-requests"), 0u);
 }
