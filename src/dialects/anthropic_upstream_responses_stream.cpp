@@ -122,7 +122,7 @@ bool messages_to_responses_stream::on_block_delta(const json::object& event, std
 
 bool messages_to_responses_stream::add_delta(std::string_view delta, std::string& out) {
   if (delta.empty()) return true;
-  if (delta.size() > max_output_bytes - kept_bytes_)
+  if (delta.size() > max_output_ - kept_bytes_)
     return failed("the upstream's answer is longer than the gateway keeps for one response (1 MiB)", out);
   kept_bytes_ += delta.size();
   auto& it = *open_;

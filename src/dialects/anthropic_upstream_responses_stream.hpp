@@ -29,14 +29,14 @@ class messages_to_responses_stream {
  public:
   // Content blocks one message may open (each may become an output item).
   static constexpr std::size_t max_blocks = 1024;
-  // The text, thinking and tool arguments one response may carry: all of it is kept for the
-  // `.done` events and response.completed. 1 MiB, the bound the gateway's Anthropic seam puts on
-  // one upstream event (proxy/anthropic_upstream.cpp); response.completed is about this large
-  // (more where JSON escapes characters), so the relay's stream-buffer must hold it, as it must
-  // for any Responses upstream.
+  // The text, thinking and tool arguments one response may carry by default: all of it is kept for
+  // the `.done` events and response.completed, which is about this large (more where JSON escapes
+  // characters). The gateway passes its stream-buffer bound instead (the largest event its relay
+  // takes, as for any Responses upstream: proxy/anthropic_upstream.cpp).
   static constexpr std::size_t max_output_bytes = 1024 * 1024;
 
-  explicit messages_to_responses_stream(response_start_info info) : info_(std::move(info)) {}
+  explicit messages_to_responses_stream(response_start_info info, std::size_t max_output = max_output_bytes)
+      : info_(std::move(info)), max_output_(max_output) {}
 
   // One upstream event: its SSE `event:` field (may be empty; the data's own "type" decides when
   // it names one) and its data. Appends the client's events. False when the stream ended with an
@@ -97,7 +97,8 @@ class messages_to_responses_stream {
   std::string model_;  // message_start's model, else info_.model
   std::optional<open_item> open_;
   boost::json::array items_;  // the output items done so far, as response.completed carries them
-  std::size_t kept_bytes_ = 0;  // text, thinking and arguments kept (≤ max_output_bytes)
+  std::size_t max_output_;
+  std::size_t kept_bytes_ = 0;  // text, thinking and arguments kept (≤ max_output_)
   std::size_t blocks_opened_ = 0;
   std::string stop_reason_;
   messages_usage usage_;

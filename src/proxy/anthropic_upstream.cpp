@@ -25,8 +25,6 @@ namespace {
 constexpr std::string_view chat_path = "/v1/chat/completions";
 constexpr std::string_view responses_path = "/v1/responses";
 constexpr std::string_view count_tokens_path = "/v1/messages/count_tokens";
-// One upstream event's bound while it is translated (an Anthropic event carries one delta).
-constexpr std::size_t max_upstream_event = 1024 * 1024;
 
 // "Bearer <key>" -> "<key>" (the gateway's key and a pass-through client's are both kept so).
 std::string_view token_of(std::string_view authorization) noexcept {
@@ -58,10 +56,11 @@ std::optional<error> translate_body(upstream_call& call, const routing::upstream
 
 // A 2xx stream's events in the client's API (`Translator`: dialects::messages_to_chat_stream or
 // messages_to_responses_stream), translated as the relay reads them.
-template <class Translator, class Info>
+template <class Translator>
 class translating_filter final : public upstream::body_filter {
  public:
-  explicit translating_filter(Info info) : stream_(std::move(info)) {}
+  // `max_event`: one upstream event's bound while it is translated (the relay's own).
+  translating_filter(Translator t, std::size_t max_event) : parser_(max_event), stream_(std::move(t)) {}
 
   void feed(std::string_view in, std::string& out) override {
     if (stream_.finished()) return;  // an error or message_stop ended it: the rest is not the client's
@@ -69,9 +68,10 @@ class translating_filter final : public upstream::body_filter {
     if (!fed) stream_.fail("The upstream sent an event larger than the gateway reads.", out);
   }
   void end(std::string& out) override { stream_.on_end(out); }
+  std::size_t held_bytes() const noexcept override { return parser_.pending_bytes(); }
 
  private:
-  sse::parser parser_{max_upstream_event};
+  sse::parser parser_;
   Translator stream_;
 };
 
@@ -87,11 +87,16 @@ dialects::response_start_info response_info(const request_context& ctx) {
   return {new_random_id("resp_"), ctx.model, std::chrono::duration_cast<std::chrono::seconds>(now).count()};
 }
 
-void set_stream_filter(upstream::response& r, const request_context& ctx, const upstream_call& call) {
-  using chat_filter = translating_filter<dialects::messages_to_chat_stream, dialects::chunk_start_info>;
-  using responses_filter = translating_filter<dialects::messages_to_responses_stream, dialects::response_start_info>;
-  if (ctx.path == responses_path) r.set_filter(std::make_unique<responses_filter>(response_info(ctx)));
-  else r.set_filter(std::make_unique<chat_filter>(chunk_info(ctx, call)));
+// `max_event`: the relay's stream-buffer, the largest event it takes; a Responses stream keeps no
+// more output than that for its response.completed (which must fit it, as any upstream's does).
+void set_stream_filter(upstream::response& r, const request_context& ctx, const upstream_call& call,
+                       std::size_t max_event) {
+  using chat_filter = translating_filter<dialects::messages_to_chat_stream>;
+  using responses_filter = translating_filter<dialects::messages_to_responses_stream>;
+  if (ctx.path == responses_path)
+    r.set_filter(std::make_unique<responses_filter>(
+        dialects::messages_to_responses_stream(response_info(ctx), max_event), max_event));
+  else r.set_filter(std::make_unique<chat_filter>(dialects::messages_to_chat_stream(chunk_info(ctx, call)), max_event));
 }
 
 // A 2xx whole answer in the client's API.
@@ -102,11 +107,12 @@ result<json::object> whole_answer(const json::object& message, const request_con
 
 // The answer's status and body as an OpenAI client expects them; an error when a 2xx whole answer
 // cannot be translated.
-std::optional<error> translate_answer(exchange& x, const request_context& ctx, const upstream_call& call) {
+std::optional<error> translate_answer(exchange& x, const request_context& ctx, const upstream_call& call,
+                                      std::size_t max_event) {
   const unsigned upstream_status = x.status;
   x.status = dialects::openai_status_of_messages(upstream_status);
   if (x.is_sse()) {
-    set_stream_filter(*x.response, ctx, call);
+    set_stream_filter(*x.response, ctx, call, max_event);
     return std::nullopt;
   }
   if (!x.body || (upstream_status / 100 == 2 && ctx.path == count_tokens_path)) return std::nullopt;
@@ -170,8 +176,8 @@ std::optional<error> address_anthropic(upstream_call& call, const routing::upstr
 }
 
 attempt_outcome adopt_anthropic_answer(exchange& x, const request_context& ctx, const upstream_call& call,
-                                       attempt_outcome out) {
-  if (auto e = translate_answer(x, ctx, call)) {
+                                       std::size_t max_event, attempt_outcome out) {
+  if (auto e = translate_answer(x, ctx, call, max_event)) {
     x.response.reset();
     x.body.reset();
     out.kind = attempt_kind::body_failed;

@@ -39,10 +39,10 @@ void restore_chat_body(upstream_call& call) noexcept;
 
 // The answer of an Anthropic upstream, once its head is read (and a whole body with it): the status
 // as an OpenAI client expects it (529 -> 503), a whole body translated into a chat completion or an
-// OpenAI-shaped error, a 2xx stream's filter set. Returns the attempt's outcome `out` for that: a 2xx
-// whole answer that cannot be translated failed like a body that could not be read (retried; nothing
-// has gone to the client).
+// OpenAI-shaped error, a 2xx stream's filter set (`max_event`: the relay's stream-buffer bound).
+// Returns the attempt's outcome `out` for that: a 2xx whole answer that cannot be translated failed
+// like a body that could not be read (retried; nothing has gone to the client).
 attempt_outcome adopt_anthropic_answer(exchange& x, const request_context& ctx, const upstream_call& call,
-                                       attempt_outcome out);
+                                       std::size_t max_event, attempt_outcome out);
 
 }  // namespace sluice::proxy

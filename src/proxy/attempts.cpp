@@ -247,7 +247,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
     }
     x.body = std::move(*b);
   }
-  if (u.spec.dialect == routing::upstream_dialect::anthropic) co_return adopt_anthropic_answer(x, ctx, call, out);
+  if (u.spec.dialect == routing::upstream_dialect::anthropic) co_return adopt_anthropic_answer(x, ctx, call, static_cast<std::size_t>(cfg_.proxy.stream_buffer), out);
   co_return out;
 }
 

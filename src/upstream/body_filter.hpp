@@ -19,6 +19,8 @@ class body_filter {
   // The body ended cleanly (not cut short: a reader then gets the read's error instead); appends
   // what the reader is still owed.
   virtual void end(std::string& out) = 0;
+  // What it holds between feeds (a partial event), counted in the stream's memory.
+  virtual std::size_t held_bytes() const noexcept = 0;
 };
 
 }  // namespace sluice::upstream

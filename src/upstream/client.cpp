@@ -66,7 +66,10 @@ bool response::done() const { return conn_->parser().is_done(); }
 bool response::has_buffered_body() const noexcept {
   return conn_ && (conn_->buffered() > 0 || filtered_at_ < filtered_.size());
 }
-std::size_t response::buffer_capacity() const noexcept { return conn_ ? conn_->buffer_capacity() : 0; }
+std::size_t response::buffer_capacity() const noexcept {
+  // A filter's pending output and partial input count too.
+  return (conn_ ? conn_->buffer_capacity() : 0) + filtered_.capacity() + (filter_ ? filter_->held_bytes() : 0);
+}
 void response::trim() noexcept {
   if (conn_) conn_->trim();
   if (filtered_at_ == filtered_.size()) {

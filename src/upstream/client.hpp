@@ -75,8 +75,9 @@ class response {
   // Body bytes already read from the socket and not yet decoded: read_some() returns them without
   // waiting.
   bool has_buffered_body() const noexcept;
-  // The connection's read buffer: what it holds allocated now, and trim() to give back what the
-  // read window no longer needs (a stream's memory is its relay buffer plus this).
+  // The connection's read buffer (and a filter's pending output): what they hold allocated now, and
+  // trim() to give back what the read window no longer needs (a stream's memory is its relay buffer
+  // plus this).
   std::size_t buffer_capacity() const noexcept;
   void trim() noexcept;
   // The body comes fast: let each socket read take up to `bytes` (grows the read buffer once).

@@ -6,8 +6,12 @@
 // lands in its own read. Every client body must be byte-identical to the recording (a Responses
 // stream's, which the gateway records, but for the response id the gateway gives it: 128 random
 // bits in place of the upstream's), and the tokens accounted must be those of the unsplit replay,
-// for every cut.
+// for every cut. An Anthropic upstream's streams (tests/data/dialects/anthropic_upstream, through an
+// upstream of dialect: anthropic) likewise: every cut must give the corpus's expected translation
+// (the chunk id and `created` the gateway gives set to the corpus's), through the body filter.
 #include <gtest/gtest.h>
+
+#include <regex>
 
 #include <condition_variable>
 #include <deque>
@@ -35,6 +39,7 @@ constexpr std::size_t kChunkStride = 1, kWireStride = 3, kRandomCases = 40;
 #endif
 constexpr int kClients = 6;
 
+// `name` under tests/data/streams (or a path under tests/data from there).
 std::string read_file(const std::string& name) {
   std::ifstream f(std::string(SLUICE_TEST_DATA_DIR) + "/streams/" + name, std::ios::binary);
   std::stringstream ss;
@@ -195,7 +200,18 @@ struct recording {
   const char* path;
   // The usage the recording reports (completion, prompt); -1: none (content events are counted).
   int completion, prompt;
+  // An Anthropic upstream's stream: what the client gets is this file (its translation), not the
+  // recording.
+  const char* translated = nullptr;
 };
+
+// What a client got from an Anthropic upstream, with the chunk id and `created` the gateway made
+// (128 random bits; the clock) set to the corpus's.
+std::string with_corpus_ids(const std::string& body) {
+  static const std::regex id("chatcmpl-[0-9a-f]{32}"), created("\"created\":[0-9]+");
+  return std::regex_replace(std::regex_replace(body, id, "chatcmpl-0123456789abcdef0123456789abcdef"), created,
+                            "\"created\":1700000000");
+}
 
 const recording kRecordings[] = {
     {"chat_usage_utf8.sse", "/v1/chat/completions", 11, 19},
@@ -203,6 +219,10 @@ const recording kRecordings[] = {
     {"responses_text.sse", "/v1/responses", 9, 23},
     {"responses_function_call.sse", "/v1/responses", 14, 57},
     {"chat_error_event.sse", "/v1/chat/completions", -1, -1},
+    {"../dialects/anthropic_upstream/text_with_usage.upstream.sse", "/v1/chat/completions", 12, 25,
+     "../dialects/anthropic_upstream/text_with_usage.expected.sse"},
+    {"../dialects/anthropic_upstream/parallel_tools.upstream.sse", "/v1/chat/completions", 61, 25,
+     "../dialects/anthropic_upstream/parallel_tools.expected.sse"},
 };
 
 void PrintTo(const recording& r, std::ostream* os) { *os << r.file; }
@@ -234,7 +254,14 @@ TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
   app::serve_options go;
   go.http.listen = "127.0.0.1:0";
   go.http.threads = 2;
-  go.upstream.urls = {up.url()};
+  if (r.translated) {
+    routing::upstream_spec claude;
+    claude.url = up.url();
+    claude.dialect = routing::upstream_dialect::anthropic;
+    go.routing.upstreams = {claude};
+  } else {
+    go.upstream.urls = {up.url()};
+  }
   go.routing.max_attempts = 1;
   test::gateway_box gw(go);
   const std::string request =
@@ -248,8 +275,11 @@ TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
       recorded ? std::string(test::parse_events(body).front().data.at("response").at("id").as_string()) : std::string();
   auto replay = [&](std::size_t i) {
     auto res = test::call(gw.port, verb::post, r.path, request, {{"x-split-case", std::to_string(i)}});
-    return std::make_pair(res.result_int(), recorded ? test::with_upstream_id(res.body(), upstream_id) : res.body());
+    return std::make_pair(res.result_int(), recorded       ? test::with_upstream_id(res.body(), upstream_id)
+                                            : r.translated ? with_corpus_ids(res.body())
+                                                           : res.body());
   };
+  const std::string want = r.translated ? read_file(r.translated) : body;
   auto settle = [&](double ended) {
     test::wait_until([&] { return requests_ended(gw.port) >= ended; }, 10s);
   };
@@ -257,7 +287,7 @@ TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
   // The unsplit replay: the recording's own bytes and usage.
   const auto [status, ref] = replay(0);
   ASSERT_EQ(status, 200u);
-  ASSERT_EQ(ref, body) << "relayed byte-identical";
+  ASSERT_EQ(ref, want) << "relayed byte-identical (an Anthropic upstream's: its expected translation)";
   settle(1);
   const double ref_out = tokens(gw.port, "completion"), ref_in = tokens(gw.port, "prompt");
   if (r.completion >= 0) {
@@ -276,7 +306,7 @@ TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
     clients.emplace_back([&] {
       for (std::size_t i; (i = next++) < cases.size();) {
         const auto [st, got] = replay(i);
-        if (st == 200 && got == body) continue;
+        if (st == 200 && got == want) continue;
         ++bad;
         std::lock_guard lock(mu);
         if (failures.size() < 5) {
@@ -303,8 +333,9 @@ TEST_P(RelaySplit, EveryCutGivesTheSameBytesAndTheSameTokens) {
 INSTANTIATE_TEST_SUITE_P(Recordings, RelaySplit, ::testing::ValuesIn(kRecordings),
                          [](const auto& info) {
                            std::string n = info.param.file;
+                           n = n.substr(n.rfind('/') + 1);  // a corpus file: its case's name
                            n = n.substr(0, n.find('.'));
-                           return n;
+                           return info.param.translated ? "anthropic_" + n : n;
                          });
 
 }  // namespace
