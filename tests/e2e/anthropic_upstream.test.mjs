@@ -5,14 +5,11 @@
 // (SLUICE_BIN) or: node --test tests/e2e/anthropic_upstream.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { zodResponseFormat, zodFunction, zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { start as startIn, untilFinal } from './lib.mjs';
+import { readChatStream, serveWithConfig, start as startIn, untilFinal } from './lib.mjs';
 
 const UPSTREAM_KEY = 'sk-ant-e2e-PLANTED-upstream-9b3f';
 const procs = [];
@@ -26,20 +23,10 @@ const start = (args, env) => startIn(procs, args, env);
 before(async () => {
   const sim = await start(['sim', '--listen', '127.0.0.1:0', '--tokens', '12', '--token-delay', '2ms',
     '--require-key', UPSTREAM_KEY]);
-  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-e2e-anthropic-upstream-'));
-  const config = path.join(dir, 'sluice.yaml');
+  const claude = ['  - name: claude', `    url: http://127.0.0.1:${sim.port}`, '    dialect: anthropic',
+    '    key-env: E2E_ANTHROPIC_KEY'];
   // One attempt: a fault the simulator is told to make reaches the client as it is.
-  writeFileSync(config, [
-    'max-attempts: 1',
-    'upstreams:',
-    '  - name: claude',
-    `    url: http://127.0.0.1:${sim.port}`,
-    '    dialect: anthropic',
-    '    key-env: E2E_ANTHROPIC_KEY',
-    '',
-  ].join('\n'));
-  const gw = await start(['serve', '--listen', '127.0.0.1:0', '--threads', '2', '--config', config],
-    { E2E_ANTHROPIC_KEY: UPSTREAM_KEY });
+  const gw = await serveWithConfig(procs, ['max-attempts: 1', 'upstreams:', ...claude], { E2E_ANTHROPIC_KEY: UPSTREAM_KEY }, 2);
   baseURL = `http://127.0.0.1:${gw.port}/v1`;
   simURL = `http://127.0.0.1:${sim.port}`;
   gatewayOutput = gw.output;
@@ -47,21 +34,9 @@ before(async () => {
   // Each simulator wants its key in its dialect's header: a request sent with the other's fails.
   const openaiSim = await start(['sim', '--listen', '127.0.0.1:0', '--tokens', '12', '--token-delay', '2ms',
     '--require-key', 'sk-e2e-openai-upstream']);
-  const mixed = path.join(dir, 'mixed.yaml');
-  writeFileSync(mixed, [
-    'max-attempts: 3',
-    'retry-backoff-base: 1ms',
-    'upstreams:',
-    '  - name: claude',
-    `    url: http://127.0.0.1:${sim.port}`,
-    '    dialect: anthropic',
-    '    key-env: E2E_ANTHROPIC_KEY',
-    '  - name: gpt',
-    `    url: http://127.0.0.1:${openaiSim.port}`,
-    '',
-  ].join('\n'));
-  const mixedGw = await start(['serve', '--listen', '127.0.0.1:0', '--threads', '1', '--config', mixed],
-    { E2E_ANTHROPIC_KEY: UPSTREAM_KEY, OPENAI_API_KEY: 'sk-e2e-openai-upstream' });
+  const mixedGw = await serveWithConfig(procs, ['max-attempts: 3', 'retry-backoff-base: 1ms', 'upstreams:', ...claude,
+    '  - name: gpt', `    url: http://127.0.0.1:${openaiSim.port}`],
+  { E2E_ANTHROPIC_KEY: UPSTREAM_KEY, OPENAI_API_KEY: 'sk-e2e-openai-upstream' });
   mixedURL = `http://127.0.0.1:${mixedGw.port}/v1`;
   mixedSims = [simURL, `http://127.0.0.1:${openaiSim.port}`];
 });
@@ -85,18 +60,7 @@ async function simMessagesServed() {
 test('a streamed chat completion from an Anthropic upstream: text, finish reason and usage', async () => {
   const served = await simMessagesServed();
   const stream = await client().chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } });
-  let text = '';
-  let finish = null;
-  let usage = null;
-  const ids = new Set();
-  for await (const chunk of stream) {
-    ids.add(chunk.id);
-    if (chunk.usage) usage = chunk.usage;
-    for (const c of chunk.choices) {
-      text += c.delta?.content ?? '';
-      if (c.finish_reason) finish = c.finish_reason;
-    }
-  }
+  const { text, finish, usage, ids } = await readChatStream(stream);
   assert.equal(ids.size, 1);
   assert.match([...ids][0], chunkId);
   assert.ok(text.length > 0);
@@ -108,13 +72,7 @@ test('a streamed chat completion from an Anthropic upstream: text, finish reason
 });
 
 test('a stream that did not ask for usage gets no usage chunk', async () => {
-  const stream = await client().chat.completions.create({ ...ask, stream: true });
-  let usage = null;
-  let text = '';
-  for await (const chunk of stream) {
-    if (chunk.usage) usage = chunk.usage;
-    text += chunk.choices[0]?.delta?.content ?? '';
-  }
+  const { text, usage } = await readChatStream(await client().chat.completions.create({ ...ask, stream: true }));
   assert.equal(usage, null);
   assert.ok(text.length > 0);
 });
@@ -317,12 +275,7 @@ test('failover between an Anthropic and an OpenAI upstream: each gets the reques
     .create({ ...ask, stream: true, stream_options: { include_usage: true } })
     .withResponse();
   assert.equal(response.headers.get('x-sluice-attempts'), '3');
-  let text = '';
-  let usage = null;
-  for await (const chunk of stream) {
-    text += chunk.choices[0]?.delta?.content ?? '';
-    if (chunk.usage) usage = chunk.usage;
-  }
+  const { text, usage } = await readChatStream(stream);
   assert.ok(text.length > 0);
   assert.equal(usage?.completion_tokens, 12);
   for (const url of mixedSims) assert.equal((await (await fetch(`${url}/sim/control`)).json()).script_remaining, 0);

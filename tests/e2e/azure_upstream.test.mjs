@@ -5,11 +5,8 @@
 // Run by ctest (SLUICE_BIN) or: node --test tests/e2e/azure_upstream.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
-import { start as startIn } from './lib.mjs';
+import { readChatStream, serveWithConfig, start as startIn } from './lib.mjs';
 
 const UPSTREAM_KEY = 'az-e2e-PLANTED-upstream-5e1d';
 const procs = [];
@@ -21,19 +18,14 @@ const start = (args, env) => startIn(procs, args, env);
 before(async () => {
   const sim = await start(['sim', '--listen', '127.0.0.1:0', '--tokens', '12', '--token-delay', '2ms',
     '--require-key', UPSTREAM_KEY]);
-  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-e2e-azure-'));
-  const config = path.join(dir, 'sluice.yaml');
-  writeFileSync(config, [
+  const gw = await serveWithConfig(procs, [
     'upstreams:',
     '  - name: azure',
     `    url: http://127.0.0.1:${sim.port}/openai?api-version=2024-10-21`,
     '    dialect: azure',
     '    key-env: E2E_AZURE_KEY',
     '    deployments: {gpt-4o: prod-gpt4o}',
-    '',
-  ].join('\n'));
-  const gw = await start(['serve', '--listen', '127.0.0.1:0', '--threads', '1', '--config', config],
-    { E2E_AZURE_KEY: UPSTREAM_KEY });
+  ], { E2E_AZURE_KEY: UPSTREAM_KEY });
   baseURL = `http://127.0.0.1:${gw.port}/v1`;
   simURL = `http://127.0.0.1:${sim.port}`;
   gatewayOutput = gw.output;
@@ -50,12 +42,7 @@ const azureServed = async () => (await (await fetch(`${simURL}/sim/stats`)).json
 test('a streamed chat completion from an Azure deployment', async () => {
   const before = await azureServed();
   const stream = await client().chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } });
-  let text = '';
-  let usage = null;
-  for await (const chunk of stream) {
-    text += chunk.choices[0]?.delta?.content ?? '';
-    if (chunk.usage) usage = chunk.usage;
-  }
+  const { text, usage } = await readChatStream(stream);
   assert.ok(text.length > 0);
   assert.equal(usage?.completion_tokens, 12);
   assert.equal(await azureServed(), before + 1, 'the deployment path was asked');

@@ -1,6 +1,8 @@
 // Shared by the e2e tests (not a test file itself): starting the real binaries and waiting on
 // background responses.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -26,6 +28,28 @@ export function start(procs, args, env = {}) {
     p.on('exit', (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
     setTimeout(() => reject(new Error(`${args[0]} did not start: ${out}`)), 10000).unref();
   });
+}
+
+// Starts `sluice serve` on a free port with a config file made of `lines` (YAML), `env` added to
+// its environment (the upstreams' key-env variables).
+export function serveWithConfig(procs, lines, env = {}, threads = 1) {
+  const config = path.join(mkdtempSync(path.join(tmpdir(), 'sluice-e2e-')), 'sluice.yaml');
+  writeFileSync(config, [...lines, ''].join('\n'));
+  return start(procs, ['serve', '--listen', '127.0.0.1:0', '--threads', String(threads), '--config', config], env);
+}
+
+// An openai SDK chat stream read to its end: the text of its first choice, its finish reason, the
+// usage chunk's usage (null without one) and the chunk ids seen.
+export async function readChatStream(stream) {
+  const out = { text: '', finish: null, usage: null, ids: new Set() };
+  for await (const chunk of stream) {
+    out.ids.add(chunk.id);
+    if (chunk.usage) out.usage = chunk.usage;
+    const c = chunk.choices[0];
+    out.text += c?.delta?.content ?? '';
+    if (c?.finish_reason) out.finish = c.finish_reason;
+  }
+  return out;
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
