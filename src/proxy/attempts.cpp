@@ -30,6 +30,29 @@ std::string retry_after_seconds(duration d) {
   return std::to_string(std::max<std::int64_t>(s, 1));
 }
 
+
+// The attempt's span named to the upstream (traceparent), and the client's tracestate with it.
+void set_trace_headers(upstream::request& req, const request_trace& trace, const obs::span_id& span) {
+  req.set("traceparent", trace.traceparent_for(span));
+  if (trace.trace_state().empty()) req.erase("tracestate");
+  else req.set("tracestate", trace.trace_state());
+}
+
+// The time the exchange took to get a connection ready (pool check, or DNS + TCP + TLS), as overhead.
+void count_connect(services& svc, request_context& ctx, duration d) {
+  const double s = std::chrono::duration<double>(d).count();
+  svc.requests.overhead_seconds(obs::stage::connect).observe(s);
+  ctx.overhead_seconds += s;
+}
+
+// The upstream's rate-limit headers, in its dialect's form, to its pacer.
+void observe_limits(routing::upstream_state& u, const bhttp::fields& head) {
+  const auto limits = u.spec.dialect == routing::upstream_dialect::anthropic
+                          ? routing::read_anthropic_ratelimit_headers(head, std::chrono::system_clock::now())
+                          : routing::read_ratelimit_headers(head);
+  if (limits.any()) u.pace->observe(limits, runtime::steady::now());
+}
+
 }  // namespace
 
 bool exchange::is_sse() const {
@@ -201,9 +224,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
     x.failure = *refusal;
     co_return attempt_outcome{attempt_kind::refused};
   }
-  call.req.set("traceparent", ctx.trace.traceparent_for(span));
-  if (ctx.trace.trace_state().empty()) call.req.erase("tracestate");
-  else call.req.set("tracestate", ctx.trace.trace_state());
+  set_trace_headers(call.req, ctx.trace, span);
 
   const auto now = runtime::steady::now();
   const auto left = std::chrono::duration_cast<duration>(ctx.start + cfg_.router.settings().request_timeout - now);
@@ -223,13 +244,8 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   x.status = x.response->status();
   out.status = x.status;
   cfg_.svc.upstreams.responded(idx, static_cast<int>(x.status));
-  const double connect_s = std::chrono::duration<double>(x.response->connect_time()).count();
-  cfg_.svc.requests.overhead_seconds(obs::stage::connect).observe(connect_s);
-  ctx.overhead_seconds += connect_s;
-  const auto limits = u.spec.dialect == routing::upstream_dialect::anthropic
-                          ? routing::read_anthropic_ratelimit_headers(x.response->head(), std::chrono::system_clock::now())
-                          : routing::read_ratelimit_headers(x.response->head());
-  if (limits.any()) u.pace->observe(limits, runtime::steady::now());
+  count_connect(cfg_.svc, ctx, x.response->connect_time());
+  observe_limits(u, x.response->head());
   out.sse = x.is_sse();
   if (!out.sse) {
     // A whole answer is read now, under its bound, so that a failure while reading it can still
@@ -247,7 +263,8 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
     }
     x.body = std::move(*b);
   }
-  if (u.spec.dialect == routing::upstream_dialect::anthropic) co_return adopt_anthropic_answer(x, ctx, call, static_cast<std::size_t>(cfg_.proxy.stream_buffer), out);
+  if (u.spec.dialect == routing::upstream_dialect::anthropic)
+    co_return adopt_anthropic_answer(x, ctx, call, static_cast<std::size_t>(cfg_.proxy.stream_buffer), out);
   co_return out;
 }
 
