@@ -51,7 +51,7 @@ struct process {
   std::size_t row = 0;
   std::size_t position = 0;  // its place in its generation, 0..N-1
   std::uint32_t generation = 0;
-  int ready_fd = -1;         // the read end of its ready pipe, until it says ready (or dies)
+  runtime::unique_fd ready_fd;  // the read end of its ready pipe, until it says ready (or dies)
   bool ready = false;
   bool retiring = false;     // asked to finish (a reload replaced it, or the pod stops)
   clock::time_point started;
@@ -80,10 +80,6 @@ class supervisor {
  public:
   supervisor(serve_options opts, supervisor_settings settings)
       : settings_(std::move(settings)), current_(make_generation(0, std::move(opts))), self_(::getpid()) {}
-  ~supervisor() {
-    for (auto& p : procs_)
-      if (p.ready_fd >= 0) ::close(p.ready_fd);
-  }
   supervisor(const supervisor&) = delete;
   supervisor& operator=(const supervisor&) = delete;
 
@@ -101,7 +97,7 @@ class supervisor {
   [[noreturn]] void child(const generation& g, std::size_t row, int ready_w);
   void on_signal(int sig);
   void reap();
-  void ended(process p, int status);
+  void ended(const process& p, int status);
   void on_ready(process& p);
   void on_timers(clock::time_point now);
   void reload();
@@ -175,6 +171,7 @@ bool supervisor::spawn(generation& g, std::size_t position) {
     obs::log_error("pipe for a worker process failed", {{"error", std::string_view(std::strerror(errno))}});
     return false;
   }
+  runtime::unique_fd ready_r(fds[0]), ready_w(fds[1]);
   // The row says its generation before the worker starts: the worker reads it at once (the pod's
   // shared tables tell a reload's generation by it).
   pod_->workers[row].rss_bytes.store(0);
@@ -184,24 +181,22 @@ bool supervisor::spawn(generation& g, std::size_t position) {
   const pid_t pid = ::fork();
   if (pid < 0) {
     obs::log_error("fork of a worker process failed", {{"error", std::string_view(std::strerror(errno))}});
-    ::close(fds[0]);
-    ::close(fds[1]);
     return false;
   }
   if (pid == 0) {
-    ::close(fds[0]);
-    child(g, row, fds[1]);
+    ready_r.reset();
+    child(g, row, ready_w.release());  // the worker's from here (it never returns)
   }
-  ::close(fds[1]);
+  ready_w.reset();
   pod_->workers[row].pid.store(pid);  // (the worker stores it too, first thing: whichever is first)
   process p;
   p.pid = pid;
   p.row = row;
   p.position = position;
   p.generation = g.number;
-  p.ready_fd = fds[0];
+  p.ready_fd = std::move(ready_r);
   p.started = clock::now();
-  procs_.push_back(p);
+  procs_.push_back(std::move(p));
   obs::log_info("worker process started", {{"pid", static_cast<std::int64_t>(pid)},
                                            {"generation", static_cast<std::uint64_t>(g.number)},
                                            {"position", static_cast<std::uint64_t>(position)}});
@@ -211,8 +206,7 @@ bool supervisor::spawn(generation& g, std::size_t position) {
 void supervisor::child(const generation& g, std::size_t row, int ready_w) {
   // The supervisor's descriptors and signal mask are not the worker's.
   sigfd_.reset();
-  for (auto& p : procs_)
-    if (p.ready_fd >= 0) ::close(p.ready_fd);
+  for (auto& p : procs_) p.ready_fd.reset();
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -273,7 +267,7 @@ void supervisor::poll_once(std::vector<pollfd>& fds) {
   fds.clear();
   fds.push_back({sigfd_.get(), POLLIN, 0});
   for (auto& p : procs_)
-    if (p.ready_fd >= 0) fds.push_back({p.ready_fd, POLLIN, 0});
+    if (p.ready_fd) fds.push_back({p.ready_fd.get(), POLLIN, 0});
   int timeout = -1;
   if (auto d = next_deadline()) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(*d - clock::now()).count();
@@ -287,7 +281,7 @@ void supervisor::poll_once(std::vector<pollfd>& fds) {
   if (n <= 0) return;
   for (std::size_t i = 1; i < fds.size(); ++i) {
     if (fds[i].revents == 0) continue;
-    auto it = std::find_if(procs_.begin(), procs_.end(), [fd = fds[i].fd](const process& p) { return p.ready_fd == fd; });
+    auto it = std::find_if(procs_.begin(), procs_.end(), [fd = fds[i].fd](const process& p) { return p.ready_fd.get() == fd; });
     if (it != procs_.end()) on_ready(*it);
   }
   if (fds[0].revents & POLLIN) {
@@ -298,10 +292,9 @@ void supervisor::poll_once(std::vector<pollfd>& fds) {
 
 void supervisor::on_ready(process& p) {
   char c = 0;
-  const ssize_t got = ::read(p.ready_fd, &c, 1);
+  const ssize_t got = ::read(p.ready_fd.get(), &c, 1);
   if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  ::close(p.ready_fd);
-  p.ready_fd = -1;
+  p.ready_fd.reset();
   if (got != 1) return;  // it died before it served: SIGCHLD tells how
   p.ready = true;
   const auto all_ready = [this](const generation& g) {
@@ -394,16 +387,15 @@ void supervisor::reap() {
   while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
     auto it = std::find_if(procs_.begin(), procs_.end(), [pid](const process& p) { return p.pid == pid; });
     if (it == procs_.end()) continue;
-    process p = *it;
+    process p = std::move(*it);  // its ready pipe (if still open) closes with it
     procs_.erase(it);
-    if (p.ready_fd >= 0) ::close(p.ready_fd);
     release_ended_worker(*pod_, p.row, *mesh_);  // what it held goes back to the pod
     fold_ended_worker(*pod_, p.row, ended_);      // its counters stay in the pod's sums; frees the row
     ended(p, status);
   }
 }
 
-void supervisor::ended(process p, int status) {
+void supervisor::ended(const process& p, int status) {
   const auto uptime = clock::now() - p.started;
   const bool by_signal = WIFSIGNALED(status);
   const int code = by_signal ? WTERMSIG(status) : WEXITSTATUS(status);

@@ -17,6 +17,7 @@
 
 #include "http/request_framing.hpp"
 #include "runtime/socket_io.hpp"
+#include "runtime/unique_fd.hpp"
 
 namespace sluice::http {
 
@@ -40,9 +41,8 @@ void connection::let_go() noexcept {
   // release() takes the descriptor out of the reactor explicitly: a close alone would leave it
   // registered there while the other process's duplicate keeps the socket alive.
   error_code ec;
-  const int fd = socket_.release(ec);
-  if (!ec && fd >= 0) ::close(fd);
-  else socket_.close(ec);
+  runtime::unique_fd fd(socket_.release(ec));
+  if (ec || !fd) socket_.close(ec);
 }
 
 connection::~connection() {

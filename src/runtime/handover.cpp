@@ -12,31 +12,19 @@ namespace sluice::runtime {
 handover_mesh::handover_mesh(std::size_t rows) : pairs_(rows) {
   for (auto& p : pairs_) {
     int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-      const int e = errno;
-      // The pairs made so far are closed here: a constructor that throws runs no destructor.
-      for (auto& q : pairs_) {
-        if (q.in >= 0) ::close(q.in);
-        if (q.out >= 0) ::close(q.out);
-      }
-      throw std::system_error(e, std::generic_category(), "socketpair for the pod's connection handover");
-    }
-    p.in = sv[0];
-    p.out = sv[1];
+    // (A throw destroys pairs_, a member: the pairs made so far are closed with it.)
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+      throw std::system_error(errno, std::generic_category(), "socketpair for the pod's connection handover");
+    p.in.reset(sv[0]);
+    p.out.reset(sv[1]);
     // Large enough for a few max-size messages at once; the kernel may grant less.
     int size = static_cast<int>(4 * max_bytes);
-    ::setsockopt(p.out, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-    ::setsockopt(p.in, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    ::setsockopt(p.out.get(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    ::setsockopt(p.in.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
   }
 }
 
-handover_mesh::~handover_mesh() {
-  for (auto& p : pairs_) {
-    if (p.in >= 0) ::close(p.in);
-    if (p.out >= 0) ::close(p.out);
-    p = pair{};
-  }
-}
+handover_mesh::~handover_mesh() = default;
 
 bool handover_mesh::send(std::size_t row, int fd, std::string_view bytes) const noexcept {
   if (row >= pairs_.size() || bytes.size() > max_bytes || fd < 0) return false;
@@ -58,7 +46,7 @@ bool handover_mesh::send(std::size_t row, int fd, std::string_view bytes) const 
   std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
   ssize_t n;
   do {
-    n = ::sendmsg(pairs_[row].out, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    n = ::sendmsg(pairs_[row].out.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   return n == static_cast<ssize_t>(iov.iov_len);
 }
@@ -84,7 +72,7 @@ std::optional<handover_mesh::message> handover_mesh::receive(int inbox) {
         std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
     const bool truncated = (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
     if (fd < 0 || truncated) {  // not one of ours: drop it and look at the next
-      if (fd >= 0) ::close(fd);
+      unique_fd dropped(fd);
       msg.msg_controllen = sizeof control;
       continue;
     }
@@ -98,8 +86,8 @@ std::size_t handover_mesh::discard(std::size_t row) const noexcept {
   if (row >= pairs_.size()) return 0;
   std::size_t n = 0;
   try {
-    while (auto m = receive(pairs_[row].in)) {
-      ::close(m->fd);
+    while (auto m = receive(pairs_[row].in.get())) {
+      unique_fd dropped(m->fd);
       ++n;
     }
   } catch (...) {  // (receive's buffer could not be allocated: what is left waits for the next worker)

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/unique_fd.hpp"
+
 namespace sluice::runtime {
 
 class handover_mesh {
@@ -36,7 +38,7 @@ class handover_mesh {
   // full, `bytes` is larger than max_bytes, or the system refused (the caller keeps its connection).
   bool send(std::size_t row, int fd, std::string_view bytes) const noexcept;
   // Row's inbox: readable while a message waits.
-  int inbox(std::size_t row) const noexcept { return pairs_[row].in; }
+  int inbox(std::size_t row) const noexcept { return pairs_[row].in.get(); }
   // One waiting message from an inbox, without blocking; nullopt when none (or a malformed one,
   // whose descriptor is closed).
   static std::optional<message> receive(int inbox);
@@ -47,8 +49,8 @@ class handover_mesh {
 
  private:
   struct pair {
-    int in = -1;   // read by the row's worker
-    int out = -1;  // written by every other worker
+    unique_fd in;   // read by the row's worker
+    unique_fd out;  // written by every other worker
   };
   std::vector<pair> pairs_;
 };

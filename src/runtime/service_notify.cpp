@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/unique_fd.hpp"
+
 namespace sluice::runtime {
 
 bool notify_service(std::string_view state) noexcept {
@@ -26,10 +28,9 @@ bool notify_service_at(std::string_view socket_name, std::string_view state) noe
   if (socket_name.front() == '@') addr.sun_path[0] = '\0';
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + socket_name.size() +
                                           (socket_name.front() == '@' ? 0 : 1));
-  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const auto sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), len);
-  ::close(fd);
+  const unique_fd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) return false;
+  const auto sent = ::sendto(fd.get(), state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), len);
   return sent == static_cast<ssize_t>(state.size());
 }
 
