@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 
 namespace sluice::proxy {
 
@@ -11,12 +10,6 @@ namespace {
 // The routes whose requests name a model in their body: Azure serves them per deployment.
 constexpr std::array<std::string_view, 3> deployment_routes = {"/v1/chat/completions", "/v1/completions",
                                                                 "/v1/embeddings"};
-
-bool plain_name(std::string_view s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  });
-}
 
 std::string with_query(std::string target, const config::url& u) {
   if (!u.query.empty()) target.append(1, '?').append(u.query);
@@ -32,7 +25,7 @@ result<std::string> upstream_target(const routing::upstream_state& u, std::strin
   if (std::find(deployment_routes.begin(), deployment_routes.end(), path) == deployment_routes.end())
     return with_query(base + std::string(route), u.target);
   const std::string_view deployment = u.spec.deployment_of(model);
-  if (!plain_name(deployment))
+  if (!routing::plain_deployment_name(deployment))
     return error::make(errc::not_found, "The model '" + std::string(model) + "' has no Azure deployment on upstream '" +
                                             u.spec.name + "': name one under its deployments.",
                        "model");

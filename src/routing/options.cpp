@@ -38,14 +38,6 @@ result<void> parse_key_header(std::string_view v, std::optional<key_header>& out
   return ok;
 }
 
-// An Azure deployment's name as its paths take it: 1..64 of A-Z a-z 0-9 . _ -
-bool plain_deployment_name(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  });
-}
-
 result<void> parse_deployments(const YAML::Node& n, std::vector<std::pair<std::string, std::string>>& out) {
   if (!n.IsMap()) return error::make(errc::bad_request, "expected a map of model: deployment");
   for (const auto& e : n) {
@@ -80,6 +72,13 @@ result<upstream_spec> parse_one(const YAML::Node& node, std::size_t index) {
 }
 
 }  // namespace
+
+bool plain_deployment_name(std::string_view s) noexcept {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
 
 std::string_view upstream_spec::deployment_of(std::string_view model) const noexcept {
   for (const auto& [m, d] : deployments)

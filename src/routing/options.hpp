@@ -30,6 +30,9 @@ enum class upstream_dialect : std::uint8_t { openai, anthropic, azure };
 // `api-key: KEY` (Azure OpenAI, also its v1 API). An Anthropic upstream always takes x-api-key.
 enum class key_header : std::uint8_t { authorization, api_key };
 
+// An Azure deployment's name as its paths take it: 1..64 of A-Z a-z 0-9 . _ -
+bool plain_deployment_name(std::string_view s) noexcept;
+
 // One upstream, from an entry of the `upstreams:` config list or from one `--upstream URL` flag.
 // The longest `circuit-window` (a circuit's ring of outcomes has a fixed size: circuit_breaker.hpp).
 inline constexpr std::uint64_t max_circuit_window = 1024;
