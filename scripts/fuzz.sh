@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(sse dialect_stream dialect_request dialect_upstream_stream dialect_upstream_request dialect_upstream_responses event_scan upstream_framing http_request request_framing schema_compile validator canonical keys_file config wire_head exposition duplicate_members trace)
+targets=(sse dialect_stream dialect_request dialect_upstream_stream dialect_upstream_request dialect_upstream_responses event_scan upstream_framing http_request request_framing schema_compile validator canonical keys_file config wire_head exposition duplicate_members trace multipart websocket_frames)
 build=build-fuzz
 
 if [ "${1:-}" = "--list" ]; then printf '%s\n' "${targets[@]}"; exit 0; fi

@@ -12,10 +12,12 @@
 #include <string_view>
 #include <utility>
 
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include "core/error.hpp"
+#include "http/body_policy.hpp"
 #include "http/downstream.hpp"
 #include "http/request_framing.hpp"
 #include "http/server_options.hpp"
@@ -44,13 +46,28 @@ class connection final : public runtime::watchdog::item, public downstream {
   void let_go() noexcept;
 
   // Reads the next request. errc::cancelled means the peer closed (or stayed idle past
-  // idle_timeout) between requests: close quietly. Other errors deserve an error response.
-  task<result<request>> read_request();
+  // idle_timeout) between requests: close quietly. Other errors deserve an error response. A
+  // request whose body `policy` streams comes with an empty body: read_body_some() reads it.
+  task<result<request>> read_request(const body_policy* policy = nullptr);
+  // The streamed body of the request read last (body_policy, ADR 0027): up to `cap` bytes into
+  // `dst`, 0 at its end. The first call answers a client's `Expect: 100-continue` (so a refused
+  // request never sends its body). Each read must make progress within body-timeout. Errors:
+  // cancelled (the client left), request_timeout, payload_too_large (a chunked body past its cap),
+  // bad_request (broken framing).
+  task<result<std::size_t>> read_body_some(char* dst, std::size_t cap);
+  bool body_streamed() const noexcept { return streamed_ != nullptr; }
+  // A streamed body not read to its end: this connection cannot carry another request.
+  bool body_pending() const noexcept { return streamed_ && !streamed_->is_done(); }
+  // Its Content-Length (nullopt: chunked), and the body bytes read so far.
+  std::optional<std::uint64_t> body_length() const noexcept;
+  std::uint64_t body_bytes_read() const noexcept { return streamed_read_; }
   // After read_request() failed: the x-request-id the broken request carried, as far as it was
   // read ("" when none was seen). Unchecked client input: sanitize before use.
   const std::string& failed_request_id() const noexcept { return failed_request_id_; }
   // After read_request() failed: the framing rule the head broke (none for other failures).
   framing_refusal failed_refusal() const noexcept { return failed_refusal_; }
+  // After read_request() failed: the body was refused by its streamed route's cap (body_policy).
+  bool failed_upload_cap() const noexcept { return failed_upload_; }
   // After a refusal that ends the connection: FIN after the answer, then the client's further
   // bytes dropped for at most linger-timeout / linger-bytes (server_options). The caller closes.
   task<void> linger_close();
@@ -103,8 +120,18 @@ class connection final : public runtime::watchdog::item, public downstream {
   void on_watch(const error_code& ec);
 
   using request_parser = bhttp::request_parser<bhttp::string_body>;
+  using streamed_parser = bhttp::request_parser<bhttp::buffer_body>;
   // read_request()'s steps (connection_read.cpp):
-  void start_parse(request_parser& parser);  // the parser's limits; the last failure's notes cleared
+  void start_parse(request_parser& parser, const body_policy* policy);  // limits; last failure's notes cleared
+  // After the head: the body streamed under `cap` (the head as the request), or read whole under
+  // max-body (nullopt: go on).
+  result<request> stream_body(request_parser& parser, std::uint64_t cap);
+  std::optional<error> check_whole_length(request_parser& parser);
+  // One socket read for a streamed body, under body_timeout (connection_body.cpp).
+  task<std::optional<error>> read_body_bytes();
+  // One put of buffered body bytes into dst (`used`: input bytes the parser took).
+  result<std::size_t> put_body(char* dst, std::size_t cap, std::size_t& used);
+  task<bool> send_continue();
   // A failed read of the head as the error to answer (nullopt: it did not fail).
   std::optional<error> head_read_failure(const request_parser& parser, const error_code& ec, bool timed_out);
   std::optional<error> parse_buffered_body(request_parser& parser);  // the body, as far as it came with the head
@@ -150,6 +177,10 @@ class connection final : public runtime::watchdog::item, public downstream {
   bool stalled_ = false;
   std::string failed_request_id_;
   framing_refusal failed_refusal_ = framing_refusal::none;
+  std::unique_ptr<streamed_parser> streamed_;  // the streamed body of the request read last
+  std::uint64_t streamed_read_ = 0;
+  bool continue_asked_ = false;
+  bool failed_upload_ = false;  // a streamed body's client waits for 100 Continue
   bool handed_over_ = false;
 };
 

@@ -81,7 +81,9 @@ std::size_t request_line_length(const request_parser& parser, const beast::flat_
 
 }  // namespace
 
-task<result<request>> connection::read_request() {
+task<result<request>> connection::read_request(const body_policy* policy) {
+  streamed_.reset();
+  streamed_read_ = 0;
   // The first bytes of the request. A fresh connection usually has them already: one
   // non-blocking read takes them. A keep-alive connection usually waits for its next request: the
   // read itself waits in the reactor (no separate readiness wait, which re-arms the descriptor),
@@ -102,7 +104,7 @@ task<result<request>> connection::read_request() {
   served_ = true;
 
   request_parser parser;
-  start_parse(parser);
+  start_parse(parser, policy);
   chunk_reserve reserve_for_chunk{parser, static_cast<std::size_t>(opts_.max_body_bytes)};
   parser.on_chunk_header(reserve_for_chunk);
 
@@ -125,6 +127,10 @@ task<result<request>> connection::read_request() {
   if (auto refused = check_framing(parser.get())) {
     note_request_id(parser);
     co_return std::move(*refused);
+  }
+  if (policy) {
+    if (const std::uint64_t cap = policy->streamed_body_cap(parser.get())) co_return stream_body(parser, cap);
+    if (auto too_large = check_whole_length(parser)) co_return std::move(*too_large);
   }
   if (auto failed = parse_buffered_body(parser)) co_return std::move(*failed);
 
@@ -160,11 +166,15 @@ task<std::optional<error>> connection::read_rest_of_body(request_parser& parser)
   co_return std::nullopt;
 }
 
-void connection::start_parse(request_parser& parser) {
+void connection::start_parse(request_parser& parser, const body_policy* policy) {
   parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
-  parser.body_limit(opts_.max_body_bytes);
+  // Beast checks a Content-Length against the limit as the head completes: with streamed routes,
+  // the route decides the limit after the head (stream_body or check_whole_length).
+  if (policy) parser.body_limit(boost::none);
+  else parser.body_limit(opts_.max_body_bytes);
   failed_request_id_.clear();
   failed_refusal_ = framing_refusal::none;
+  failed_upload_ = false;
 }
 
 std::optional<error> connection::head_read_failure(const request_parser& parser, const error_code& ec,

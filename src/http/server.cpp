@@ -242,7 +242,7 @@ task<void> server::session(std::unique_ptr<connection> conn, [[maybe_unused]] co
   watchdog_.add(*conn);
   connections_.push_back(*conn);
   while (conn->is_open() && !closing_) {
-    auto req = co_await conn->read_request();
+    auto req = co_await conn->read_request(handler_.streamed_bodies());
     if (!req) {
       if (req.err().code != errc::cancelled) {
         co_await handler_.reject(req.err(), *conn);
@@ -251,8 +251,12 @@ task<void> server::session(std::unique_ptr<connection> conn, [[maybe_unused]] co
       }
       break;
     }
-    bool keep = co_await handler_.handle(std::move(*req), *conn);
-    if (!keep) break;
+    bool keep = co_await handler_.handle(std::move(*req), *conn) && !conn->body_pending();
+    if (!keep) {
+      // A streamed body refused before its end (a key, a limit): the client may still be sending.
+      if (conn->body_pending() && conn->is_open()) co_await conn->linger_close();
+      break;
+    }
   }
   conn->close();
 }

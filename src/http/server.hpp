@@ -29,6 +29,9 @@ class request_handler {
   virtual task<bool> handle(request req, connection& conn) = 0;
   // Answers a request that could not be read (400/408/413/431). Returns keep-alive (always false).
   virtual task<void> reject(const error& e, connection& conn) = 0;
+  // The requests whose bodies handle() reads itself, piece by piece (null: every body is read
+  // whole first).
+  virtual const body_policy* streamed_bodies() const noexcept { return nullptr; }
 };
 
 // Counters shared by every worker thread's server.

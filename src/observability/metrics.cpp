@@ -32,6 +32,21 @@ std::string_view to_string(route r) noexcept {
       return "embeddings";
     case route::moderations:
       return "moderations";
+    case route::audio: return "audio";
+    case route::images: return "images";
+    case route::files: return "files";
+    case route::uploads: return "uploads";
+    case route::batches: return "batches";
+    case route::vector_stores: return "vector_stores";
+    case route::fine_tuning: return "fine_tuning";
+    case route::conversations: return "conversations";
+    case route::realtime: return "realtime";
+    case route::assistants: return "assistants";
+    case route::chatkit: return "chatkit";
+    case route::containers: return "containers";
+    case route::evals: return "evals";
+    case route::skills: return "skills";
+    case route::videos: return "videos";
     case route::other:
       return "other";
   }
@@ -94,6 +109,8 @@ std::string_view to_string(reject_reason r) noexcept {
       return "queue_unavailable";
     case reject_reason::route_disabled:
       return "route_disabled";
+    case reject_reason::upload_too_large: return "upload_too_large";
+    case reject_reason::stored_objects: return "stored_objects";
   }
   return "bad_request";
 }

@@ -39,6 +39,21 @@ enum class route : std::uint8_t {
   messages,
   embeddings,
   moderations,
+  audio,          // speech, transcriptions, translations (ADR 0027: bodies streamed)
+  images,         // generations, edits, variations
+  files,          // files and their content
+  uploads,        // the Uploads API and its parts
+  batches,
+  vector_stores,  // vector stores, their files and file batches
+  fine_tuning,
+  conversations,  // conversations and their items
+  realtime,       // GET /v1/realtime: a WebSocket session relayed
+  assistants,     // assistants, threads, their runs and messages
+  chatkit,
+  containers,
+  evals,
+  skills,
+  videos,
   other
 };
 enum class outcome : std::uint8_t { ok, client_error, upstream_error, rejected, cancelled, timeout, internal };
@@ -59,7 +74,9 @@ enum class reject_reason : std::uint8_t {
   limits_unavailable,     // 503: the shared limits could not decide (redis-failure-mode closed)
   key_queue_full,         // 503: the client key already has queue-per-key requests waiting
   queue_unavailable,      // 503: the job queue (--queue redis) did not answer
-  route_disabled          // 404: a route the `routes:` allow-list leaves out
+  route_disabled,         // 404: a route the `routes:` allow-list leaves out
+  upload_too_large,       // 413: a streamed upload past max-upload-bytes (ADR 0027)
+  stored_objects          // 404: a stored-object route where clients would share the gateway's account
 };
 enum class stage : std::uint8_t { parse, queue, ratelimit, connect, relay };
 enum class direction : std::uint8_t { prompt, completion };  // tokens
@@ -68,7 +85,11 @@ enum class byte_direction : std::uint8_t { upstream, downstream };
 
 inline constexpr std::array all_routes = {route::chat_completions, route::completions, route::responses, route::models,
                                           route::healthz,          route::readyz,      route::metrics,   route::messages,
-                                          route::embeddings,       route::moderations,      route::other};
+                                          route::embeddings,       route::moderations, route::audio,     route::images,
+                                          route::files,            route::uploads,     route::batches,   route::vector_stores,
+                                          route::fine_tuning,      route::conversations, route::realtime,
+                                          route::assistants,       route::chatkit,     route::containers, route::evals,
+                                          route::skills,           route::videos,      route::other};
 inline constexpr std::array all_outcomes = {outcome::ok,       outcome::client_error, outcome::upstream_error,
                                             outcome::rejected, outcome::cancelled,    outcome::timeout,
                                             outcome::internal};
@@ -81,7 +102,8 @@ inline constexpr std::array all_reject_reasons = {reject_reason::queue_full,    
                                                   reject_reason::too_many_headers,
                                                   reject_reason::limits_unavailable,
                                                   reject_reason::key_queue_full, reject_reason::queue_unavailable,
-                                                  reject_reason::route_disabled};
+                                                  reject_reason::route_disabled, reject_reason::upload_too_large,
+                                                  reject_reason::stored_objects};
 inline constexpr std::array all_stages = {stage::parse, stage::queue, stage::ratelimit, stage::connect, stage::relay};
 inline constexpr std::array all_directions = {direction::prompt, direction::completion};
 inline constexpr std::array all_byte_directions = {byte_direction::upstream, byte_direction::downstream};

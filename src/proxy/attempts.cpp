@@ -1,5 +1,6 @@
 // The attempt loop: pick an upstream (or hold while every candidate is busy), one attempt on it,
 // the outcome classified, and a retry, a failover or the end, all under one request deadline.
+#include <charconv>
 #include <random>
 
 #include "observability/log.hpp"
@@ -43,6 +44,17 @@ void count_connect(services& svc, request_context& ctx, duration d) {
   const double s = std::chrono::duration<double>(d).count();
   svc.requests.overhead_seconds(obs::stage::connect).observe(s);
   ctx.overhead_seconds += s;
+}
+
+// A whole answer a streamed route reads at once (for its usage): JSON of a known, small length.
+bool small_json_answer(const bhttp::fields& head) {
+  constexpr std::uint64_t small = 256 * 1024;
+  const std::string_view ctype = head[bhttp::field::content_type];
+  if (!ctype.starts_with("application/json")) return false;
+  std::uint64_t len = 0;
+  const std::string_view text = head[bhttp::field::content_length];
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), len);
+  return ec == std::errc{} && end == text.data() + text.size() && !text.empty() && len <= small;
 }
 
 // The upstream's rate-limit headers, in its dialect's form, to its pacer.
@@ -102,6 +114,9 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
   const auto& ro = rt.settings();
   attempt_state st{ctx.start + ro.request_timeout, runtime::steady::now() + ro.max_hold,
                    std::vector<bool>(rt.size(), false)};
+  // A stored-object route has one upstream: the account that holds its objects (ADR 0027).
+  if (ctx.streamed && ctx.streamed->stores)
+    for (std::size_t i = 0; i < st.tried.size(); ++i) st.tried[i] = i != ctx.objects_upstream;
   while (true) {
     if (!co_await pick_or_hold(ctx, x, st)) co_return;
     const std::size_t idx = x.lease.index();
@@ -109,7 +124,12 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
     if (outcome.kind == attempt_kind::cancelled) co_return;
     ctx.trace.attempt_ended(static_cast<int>(outcome.status),
                             outcome.kind != attempt_kind::answered);
-    const attempt_verdict v = classify_attempt(outcome);
+    attempt_verdict v = classify_attempt(outcome);
+    if (ctx.streamed && v.retry && !may_replay(ctx.streamed->method, outcome.reached)) {
+      v.retry.reset();  // a POST that reached the upstream may have acted: never sent twice
+      if (ctx.upload && ctx.upload->bytes() > 0 && x.failure)
+        x.failure->message += " The upload was not replayed: its body had started to go upstream; send it again.";
+    }
     const auto now = runtime::steady::now();
     if (v.health == upstream_health::succeeded) x.lease.succeeded();
     else if (v.health == upstream_health::failed) x.lease.failed(now);
@@ -228,9 +248,14 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
 
   const auto now = runtime::steady::now();
   const auto left = std::chrono::duration_cast<duration>(ctx.start + cfg_.router.settings().request_timeout - now);
-  auto r = co_await clients_.at(idx)->send(call.req, ctx.cancel.upstream(), left);
+  auto r = co_await clients_.at(idx)->send(call.req, ctx.cancel.upstream(), left, ctx.upload);
   attempt_outcome out;
   out.gateway_key = !u.authorization.empty();
+  out.reached = ctx.cancel.upstream().sent();
+  if (ctx.upload && ctx.upload->failure()) {  // the client's side of an upload: final, the upstream is not to blame
+    x.failure = *ctx.upload->failure();
+    co_return attempt_outcome{attempt_kind::refused};
+  }
   if (!r) {
     if (r.err().code == errc::cancelled || ctx.cancel.cancelled()) co_return attempt_outcome{attempt_kind::cancelled};
     cfg_.svc.upstreams.responded(idx, 0);
@@ -246,7 +271,9 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   cfg_.svc.upstreams.responded(idx, static_cast<int>(x.status));
   count_connect(cfg_.svc, ctx, x.response->connect_time());
   observe_limits(u, x.response->head());
-  out.sse = x.is_sse();
+  // A streamed route's 2xx answer is relayed as it comes (relay_body.cpp), unless it is a small
+  // JSON body: read whole, its usage is counted like any whole answer's.
+  out.sse = x.is_sse() || (ctx.streamed && x.status / 100 == 2 && !small_json_answer(x.response->head()));
   if (!out.sse) {
     // A whole answer is read now, under its bound, so that a failure while reading it can still
     // be retried: nothing has gone to the client yet.

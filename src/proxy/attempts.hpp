@@ -76,6 +76,7 @@ struct attempt_outcome {
   errc failure = errc::internal;  // send/body failures
   bool retryable = false;         // send failures: the error says another attempt could help
   bool gateway_key = false;       // the request carried the gateway's own key (not the client's)
+  bool reached = false;           // the request began to go to the upstream (not only a connect)
 };
 
 // What the outcome means for the upstream's circuit breaker.

@@ -12,7 +12,8 @@ constexpr std::array<std::string_view, 3> deployment_routes = {"/v1/chat/complet
                                                                 "/v1/embeddings"};
 
 std::string with_query(std::string target, const config::url& u) {
-  if (!u.query.empty()) target.append(1, '?').append(u.query);
+  // A path with a query of its own (a list's ?limit=) takes the upstream's after it.
+  if (!u.query.empty()) target.append(1, target.find('?') == std::string::npos ? '?' : '&').append(u.query);
   return target;
 }
 

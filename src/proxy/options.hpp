@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "observability/metrics.hpp"
 
 namespace sluice::config {
@@ -23,6 +24,14 @@ struct options {
   // completions, responses, models, messages, embeddings, moderations); empty: every one. The
   // probes (/healthz, /readyz, /metrics) are always served. Another route answers 404.
   std::vector<std::string> routes;
+  // The largest request body a streamed upload route takes (files, audio, image edits, upload
+  // parts; ADR 0027): over it, 413 counted as upload_too_large. The other routes keep max-body-bytes.
+  std::uint64_t max_upload_bytes = 512ull * 1024 * 1024;
+  // A Realtime session (GET /v1/realtime): the largest message either side may send (its frames are
+  // relayed in 16 KiB pieces, so this bounds no buffer; past it the session closes with 1009), and
+  // how long a side may stay silent with its pings unanswered before the session ends.
+  std::uint64_t realtime_max_message_bytes = 16ull * 1024 * 1024;
+  duration realtime_idle_timeout = std::chrono::seconds(60);
 
   void register_options(config::option_table& t);
   // Checks `routes` names only routes there are.

@@ -44,6 +44,7 @@ constexpr route_entry routes[] = {
     {"/v1/moderations", obs::route::moderations, api::moderations, bhttp::verb::post},
     {"/v1/messages/count_tokens", obs::route::messages, api::count_tokens, bhttp::verb::post},
     {"/v1/models", obs::route::models, api::chat_completions, bhttp::verb::get},
+    {"/v1/realtime", obs::route::realtime, api::realtime, bhttp::verb::get},
     {"/healthz", obs::route::healthz, api::chat_completions, bhttp::verb::get},
     {"/readyz", obs::route::readyz, api::chat_completions, bhttp::verb::get},
     {"/metrics", obs::route::metrics, api::chat_completions, bhttp::verb::get},
@@ -138,13 +139,53 @@ std::optional<error> parse_model_retrieve(request_context& ctx, const http::requ
   return std::nullopt;
 }
 
+// A streamed route (streamed_routes.hpp): its body is not parsed; the path goes on with its query.
+std::optional<error> adopt_streamed(request_context& ctx, const http::request& req, const streamed_route& s) {
+  ctx.route = s.route;
+  ctx.which = api::passthrough;
+  ctx.streamed = &s;
+  ctx.path = std::string(req.target());
+  return std::nullopt;
+}
+
+// The upstream of a stored-object route (ADR 0027): the first that gets the client's own key.
+// None when client keys are configured (the gateway's key, or none, would go upstream instead):
+// clients would share one account's files, batches and stores.
+std::optional<std::size_t> objects_upstream(const routing::router& rt, bool client_keys) {
+  if (client_keys) return std::nullopt;
+  for (std::size_t i = 0; i < rt.size(); ++i) {
+    const auto& u = rt.at(i);
+    if (u.authorization.empty() && u.spec.dialect != routing::upstream_dialect::anthropic) return i;
+  }
+  return std::nullopt;
+}
+
+// GET /v1/realtime?model=M: the model routed like a body's, the query sent on.
+std::optional<error> adopt_realtime(request_context& ctx, const http::request& req) {
+  const std::string_view target = req.target();
+  const auto q = target.find('?');
+  const std::string_view query = q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
+  std::string_view model;
+  for (std::size_t at = 0; at < query.size();) {
+    const std::size_t end = std::min(query.find('&', at), query.size());
+    if (const auto pair = query.substr(at, end - at); pair.starts_with("model=")) model = pair.substr(6);
+    at = end + 1;
+  }
+  if (!plausible_model_id(model))
+    return error::make(errc::bad_request, "A Realtime session names its model: ?model=...", "model");
+  ctx.model = std::string(model);
+  ctx.path = std::string(target);
+  return std::nullopt;
+}
+
 bool is_probe(obs::route r) {
   return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
 }
 
 }  // namespace
 
-pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls) : cfg_(cfg) {
+pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls)
+    : cfg_(cfg), uploads_(cfg.proxy.max_upload_bytes), tls_(tls) {
   for (std::size_t i = 0; i < cfg.router.size(); ++i)
     clients_.push_back(std::make_unique<upstream::client>(ex, cfg.upstream, cfg.router.at(i).target, tls));
 }
@@ -168,6 +209,7 @@ task<bool> pipeline::handle(http::request req, http::connection& conn) {
   if (is_messages_request(req)) co_await serve_messages(ctx, req);
   else co_await serve(ctx, req);
   if (ctx.handed_over) co_return false;  // the other worker serves (and counts) it
+  if (conn.body_streamed()) ctx.bytes_in = conn.body_bytes_read();
   finish(ctx);
   co_return ctx.keep_alive && ctx.end.written;
 }
@@ -195,7 +237,8 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
   request_context ctx(conn, 11);
   ctx.request_id = request_id_or_new(conn.failed_request_id());
   ctx.trace.begin(http::request{}, trace_ratio());
-  const auto why = reject_reason_of_read(e, conn.failed_refusal());
+  const auto why =
+      conn.failed_upload_cap() ? obs::reject_reason::upload_too_large : reject_reason_of_read(e, conn.failed_refusal());
   co_await refuse(ctx, e, why);
   ctx.end.outcome = obs::outcome::client_error;  // the client's request was broken, not refused
   finish(ctx);
@@ -210,6 +253,18 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   if (cfg_.jobs && !cfg_.jobs->serves_clients())
     co_return co_await send_error(ctx, error::make(errc::not_found, "This process is a worker (--role worker): it runs jobs and serves "
                                                                     "only /healthz, /readyz and /metrics; send requests to a front."));
+  if (ctx.streamed && ctx.streamed->stores) {
+    const auto holder = objects_upstream(cfg_.router, cfg_.svc.keys != nullptr);
+    if (!holder)
+      co_return co_await refuse(ctx, error::make(errc::not_found, "The route " + std::string(ctx.streamed->pattern) +
+                                                                      " acts on objects stored in the upstream's account; "
+                                                                      "this gateway would send them all its own credential, "
+                                                                      "so clients would share them. It is served only where "
+                                                                      "clients send their own upstream key (docs/security.md)."),
+                                obs::reject_reason::stored_objects);
+    ctx.objects_upstream = *holder;
+  }
+  if (ctx.which == api::realtime) co_return co_await serve_realtime(ctx, req);
   // A client's Responses stream is recorded as it is relayed, so that it can be resumed
   // (background.cpp, docs/queue.md): its writes go through the recorder to the client.
   std::unique_ptr<recording_downstream> recorded;
@@ -243,7 +298,7 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   }
   if (!ctx.response_id.empty()) co_return co_await serve_stored(ctx, req);
   if (ctx.background) co_return co_await create_background(ctx, req);
-  if (cfg_.svc.queue && !cfg_.jobs->runs_jobs()) {
+  if (cfg_.svc.queue && !cfg_.jobs->runs_jobs() && !ctx.streamed) {
     // A front of a fleet (--queue redis, --role front): a worker runs it; queue-depth and
     // queue-timeout hold for the fleet's queue instead of this process's slots.
     co_await forward_queued(ctx, req);
@@ -276,8 +331,19 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   const route_entry* r = nullptr;
   for (const auto& e : routes)
     if (e.path == target) r = &e;
+  if (r && req.method() != r->method) {  // GET /v1/chat/completions: the stored completions' list
+    bool path_known = false;
+    if (const auto* s = find_streamed_route(req.method(), target, path_known)) return adopt_streamed(ctx, req, *s);
+  }
   if (!r && target.starts_with(stored_prefix)) return parse_stored(ctx, req, target.substr(stored_prefix.size()));
   if (!r && target.starts_with(models_prefix)) return parse_model_retrieve(ctx, req, target.substr(models_prefix.size()));
+  if (!r && target.starts_with("/v1/")) {
+    bool path_known = false;
+    if (const auto* s = find_streamed_route(req.method(), target, path_known)) return adopt_streamed(ctx, req, *s);
+    if (path_known)
+      return error::make(errc::method_not_allowed, "Method " + std::string(req.method_string()) + " is not allowed on " +
+                                                       std::string(target) + ".");
+  }
   if (!r)
     return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
                                             std::string(target) + ".");
@@ -288,6 +354,7 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
     return error::make(errc::method_not_allowed, "Method " + std::string(req.method_string()) + " is not allowed on " +
                                                      std::string(r->path) + "; use " +
                                                      std::string(bhttp::to_string(r->method)) + ".");
+  if (r->which == api::realtime) return adopt_realtime(ctx, req);
   if (r->method != bhttp::verb::post) return std::nullopt;
 
   const auto parse_start = runtime::steady::now();
@@ -420,10 +487,15 @@ task<void> pipeline::forward(request_context& ctx, http::request& req, bool key_
   const bool may_inject = ctx.stream && !ctx.include_usage && ro.usage != routing::usage_mode::never &&
                           (ctx.which == api::chat_completions || ctx.which == api::completions) &&
                           ctx.route != obs::route::models;
+  std::optional<client_upload> upload;  // an upload route's body, read as it goes upstream
+  if (ctx.streamed && ctx.streamed->upload && ctx.socket) ctx.upload = &upload.emplace(*ctx.socket);
   upstream_call call = make_upstream_call(req, ctx.request_id, ctx.stream, cfg_.svc.keys == nullptr, may_inject);
+  if (ctx.streamed) pass_content_headers(call.req, req);
   call.key_counts_tokens = key_counts_tokens;
   exchange x;
   co_await run_attempts(ctx, call, x);
+  ctx.upload = nullptr;
+  if (upload && upload->failure()) co_return co_await refuse_upload(ctx, *upload->failure());
   if (ctx.cancel.cancelled()) {
     ctx.end.outcome = obs::outcome::cancelled;
     ctx.end.reason = to_string(ctx.cancel.reason());
@@ -436,6 +508,7 @@ task<void> pipeline::forward(request_context& ctx, http::request& req, bool key_
     std::string().swap(call.alternate_body);
   }
   if (!x.response) co_return co_await send_failure(ctx, x);
+  if (ctx.streamed && !x.body) co_return co_await relay_body(ctx, x);
   if (x.is_sse()) {
     // Nothing of either request is needed while the stream runs: give their headers back now
     // (they would otherwise stay allocated for the stream's whole life).

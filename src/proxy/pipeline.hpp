@@ -17,6 +17,7 @@
 #include "proxy/relay.hpp"
 #include "proxy/request_context.hpp"
 #include "proxy/services.hpp"
+#include "proxy/streamed_routes.hpp"
 #include "proxy/structured_output.hpp"
 #include "routing/router.hpp"
 #include "runtime/watchdog.hpp"
@@ -53,6 +54,8 @@ class pipeline final : public http::request_handler, public job_runner {
 
   task<bool> handle(http::request req, http::connection& conn) override;
   task<void> reject(const error& e, http::connection& conn) override;
+  // The upload routes' bodies stream (streamed_routes.hpp).
+  const http::body_policy* streamed_bodies() const noexcept override { return &uploads_; }
   // A request on the admin address (admin-listen): the probes and /metrics; anything else 404.
   task<bool> handle_admin(http::request req, http::connection& conn);
 
@@ -112,6 +115,13 @@ class pipeline final : public http::request_handler, public job_runner {
   task<void> send_failure(request_context& ctx, exchange& x);
   task<void> answer_whole(request_context& ctx, exchange& x, upstream_call& call);
   task<void> relay_stream(request_context& ctx, exchange& x, bool usage_injected);
+  // A streamed route's answer relayed as bytes, whatever its type (relay_body.cpp); and the
+  // answer to an upload whose client side failed.
+  task<void> relay_body(request_context& ctx, exchange& x);
+  task<void> refuse_upload(request_context& ctx, const error& e);
+  // GET /v1/realtime: keys, limits, a slot and an upstream, then the WebSocket relay
+  // (serve_realtime.cpp, realtime_relay.hpp).
+  task<void> serve_realtime(request_context& ctx, http::request& req);
   // A finished stream: the upstream's health and budget, and how the request ended.
   void account_stream(request_context& ctx, exchange& x, const relay_result& result);
   task<bool> write_stream_head(request_context& ctx, exchange& x);
@@ -172,6 +182,8 @@ class pipeline final : public http::request_handler, public job_runner {
   friend class queued_relay;
 
   const shared_config& cfg_;
+  upload_policy uploads_;
+  upstream::ssl::context* tls_;  // the upstream clients' (and a Realtime session's) TLS context
   std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools
   runtime::watchdog* watchdog_ = nullptr;
 };

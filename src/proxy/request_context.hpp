@@ -20,6 +20,9 @@
 
 namespace sluice::proxy {
 
+struct streamed_route;
+class client_upload;
+
 // Which of the three log lines a request writes (observability/log.hpp).
 enum class end_kind : std::uint8_t { completed, stream, refused };
 
@@ -58,7 +61,12 @@ struct request_context {
   api which = api::chat_completions;
   // POST /v1/messages: the Anthropic dialect, served as chat completions (messages_dialect.hpp).
   bool messages_api = false;
-  std::string path;  // the upstream path: /v1/chat/completions, /v1/models, ...
+  std::string path;  // the upstream path: /v1/chat/completions, /v1/models, ... (with its query: a streamed route's)
+  // A route whose bodies go through as they are (streamed_routes.hpp; null for the others), and its
+  // upload while one streams.
+  const streamed_route* streamed = nullptr;
+  client_upload* upload = nullptr;
+  std::size_t objects_upstream = 0;  // a stored-object route's upstream (the only one it may use)
   unsigned version;
   bool keep_alive = false;
   bool job = false;  // a background job's run (background.cpp), not a client's request

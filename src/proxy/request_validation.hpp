@@ -17,7 +17,9 @@ namespace sluice::proxy {
 
 // count_tokens: POST /v1/messages/count_tokens (the Messages API's own body, served only by an
 // upstream of dialect: anthropic; docs/dialects.md).
-enum class api { chat_completions, completions, responses, embeddings, moderations, count_tokens };
+// passthrough: a route whose bodies go through as they are (streamed_routes.hpp), never parsed.
+// realtime: GET /v1/realtime, a WebSocket session (realtime_relay.hpp).
+enum class api { chat_completions, completions, responses, embeddings, moderations, count_tokens, passthrough, realtime };
 
 // The JSON schema a request asks its output to follow (chat and legacy completions
 // `response_format.json_schema`, responses `text.format`); see structured_output.hpp.

@@ -247,4 +247,74 @@ void pipeline::account_stream(request_context& ctx, exchange& x, const relay_res
   end.written = result.completed && !result.client_gone && !result.failure;
 }
 
+namespace {
+// What of a streamed route's answer head describes its body, passed on as it is.
+constexpr std::string_view body_headers[] = {"content-type", "content-disposition", "content-language",
+                                             "content-encoding", "cache-control", "etag", "last-modified"};
+constexpr std::size_t body_piece_bytes = 64 * 1024;  // a streamed answer's one buffer
+}  // namespace
+
+task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
+  auto& end = ctx.end;
+  end.status = static_cast<int>(x.status);
+  end.upstream = x.lease.upstream().spec.name;
+  end.attempts = x.attempts;
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), ctx.version};
+  for (auto name : body_headers)
+    if (auto v = x.response->head()[name]; !v.empty()) head.set(name, v);
+  stamp(head, ctx);
+  head.set(attempts_header, std::to_string(x.attempts));
+  head.set(upstream_header, end.upstream);
+  for (const auto& f : x.response->head())
+    if (passback(f.name_string())) head.set(f.name_string(), f.value());
+  head.keep_alive(ctx.keep_alive);
+  // One piece at a time: read from the upstream, written to the client, then the next read. A slow
+  // client holds the upstream back (TCP's window), and memory stays one piece whatever the size.
+  const auto piece = std::make_unique<char[]>(body_piece_bytes);
+  std::optional<error> failure;
+  bool client_gone = !co_await ctx.conn->write_head(head);
+  while (!client_gone) {
+    auto n = co_await x.response->read_some(piece.get(), body_piece_bytes);
+    if (!n) {
+      if (n.err().code == errc::cancelled || ctx.cancel.cancelled()) client_gone = true;
+      else failure = std::move(n).err();
+      break;
+    }
+    if (*n == 0) {
+      end.written = (co_await ctx.conn->finish_chunks()).has_value();
+      client_gone = !end.written;
+      break;
+    }
+    client_gone = !co_await ctx.conn->write_chunk(std::string_view(piece.get(), *n));
+    if (!client_gone) end.bytes_out += *n;
+  }
+  if (end.written) {
+    x.lease.succeeded();
+    end.outcome = outcome_of_status(x.status);
+  } else if (client_gone) {
+    x.response->abort();  // the upstream stops at once
+    end.outcome = obs::outcome::cancelled;
+    end.reason = to_string(cancel_reason::client_gone);
+  } else {
+    // Cut short upstream: the client's body ends without its last chunk (never a silent success).
+    x.lease.failed(runtime::steady::now());
+    end.outcome = outcome_of_stream_failure(*failure);
+    end.reason = reason_of(*failure);
+    ctx.keep_alive = false;
+    ctx.conn->close();
+  }
+}
+
+task<void> pipeline::refuse_upload(request_context& ctx, const error& e) {
+  ctx.keep_alive = false;  // the rest of the body cannot be trusted to end where a request starts
+  if (e.code == errc::cancelled) {
+    ctx.end.outcome = obs::outcome::cancelled;
+    ctx.end.reason = to_string(cancel_reason::client_gone);
+    co_return;
+  }
+  if (e.code == errc::payload_too_large) co_return co_await refuse(ctx, e, obs::reject_reason::upload_too_large);
+  co_await send_error(ctx, e);
+  ctx.end.outcome = obs::outcome::client_error;
+}
+
 }  // namespace sluice::proxy

@@ -92,6 +92,14 @@ upstream_call make_upstream_call(http::request& client, std::string_view request
   return call;
 }
 
+void pass_content_headers(upstream::request& up, const http::request& client) {
+  if (auto it = client.find(bhttp::field::content_type); it != client.end()) up.set(bhttp::field::content_type, it->value());
+  else up.erase(bhttp::field::content_type);
+  auto accept = client.find(bhttp::field::accept);
+  if (accept != client.end()) up.set(bhttp::field::accept, accept->value());
+  else up.set(bhttp::field::accept, "*/*");
+}
+
 std::optional<error> prepare_attempt(upstream_call& call, const routing::upstream_state& u, std::string_view path,
                                      std::string_view model, routing::usage_mode mode) {
   restore_chat_body(call);

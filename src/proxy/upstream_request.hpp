@@ -29,6 +29,10 @@ bool passback(std::string_view name);
 upstream_call make_upstream_call(http::request& client, std::string_view request_id, bool stream, bool pass_through,
                                  bool may_inject_usage);
 
+// A streamed route's request (streamed_routes.hpp): the client's Content-Type (a multipart body's
+// boundary with it) and Accept go on as they are.
+void pass_content_headers(upstream::request& up, const http::request& client);
+
 // What one attempt on `u` sends: the path under u's base, u's key (or the client's, or none), and
 // under usage injection the body variant that asks for usage when u has a token budget to settle;
 // for an Anthropic upstream, all of it in its dialect (anthropic_upstream.hpp). An error: the

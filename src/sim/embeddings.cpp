@@ -8,6 +8,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "sim/bytes.hpp"
+
 namespace sluice::sim {
 
 namespace json = boost::json;
@@ -63,8 +65,7 @@ result<std::vector<embedding_input>> inputs_of(const json::object& req) {
 
 // FNV-1a of the text, then a 64-bit mix per dimension: values in [-1, 1], scaled to unit length.
 std::vector<float> vector_of(std::string_view text, std::uint64_t dimensions) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const std::uint64_t h = fnv1a_of(text);
   std::vector<float> v(dimensions);
   double norm = 0;
   for (std::uint64_t d = 0; d < dimensions; ++d) {
@@ -81,23 +82,15 @@ std::vector<float> vector_of(std::string_view text, std::uint64_t dimensions) {
   return v;
 }
 
+// The little-endian float32 bytes, in base64 (what the SDKs decode).
 std::string base64_of(const std::vector<float>& v) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes;
   bytes.reserve(v.size() * 4);
   for (float f : v) {
     const auto u = std::bit_cast<std::uint32_t>(f);
     for (int i = 0; i < 4; ++i) bytes += static_cast<char>((u >> (8 * i)) & 0xff);  // little-endian
   }
-  std::string out;
-  for (std::size_t i = 0; i < bytes.size(); i += 3) {
-    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
-    std::uint32_t chunk = 0;
-    for (std::size_t k = 0; k < 3; ++k)
-      chunk = (chunk << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
-    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? alphabet[(chunk >> (18 - 6 * k)) & 63] : '=';
-  }
-  return out;
+  return base64_encode(bytes);
 }
 
 result<std::uint64_t> dimensions_of(const json::object& req) {

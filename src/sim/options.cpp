@@ -47,6 +47,17 @@ void options::register_options(config::option_table& t) {
       .add("limit-tpm", "upstream rate limit: tokens per minute, prompt plus max tokens (0 = off)", limit_tpm)
       .add_size("max-body", "largest accepted request body", max_body_bytes)
       .add_size("max-header", "largest accepted request head", max_header_bytes)
+      .add_size("max-upload",
+                "largest body of a streamed upload (files, audio transcriptions/translations, image edits/variations, "
+                "upload parts), read in bounded pieces; also caps a speech response",
+                max_upload_bytes)
+      .add_size("file-store", "uploaded file bytes kept for GET /v1/files/{id}/content, over all files (a file past "
+                "it keeps only its size and digest)", file_store_bytes)
+      .add_size("speech-rate", "bytes per second of a /v1/audio/speech response (0 = as fast as the client reads)",
+                speech_rate)
+      .add_size("realtime-max-message",
+                "largest message a /v1/realtime WebSocket session reads; a larger one closes the session with 1009",
+                realtime_max_message)
       .add("spaced-json", "write JSON with a space after every ':' and ',' (as Python's json.dumps does)",
            spaced_json)
       .add("require-key",
@@ -68,6 +79,8 @@ result<void> options::validate() const {
   if (models.empty()) return bad("models: at least one model id");
   if (max_body_bytes == 0) return bad("max-body: must be positive");
   if (max_header_bytes < 1024) return bad("max-header: at least 1KiB");
+  if (max_upload_bytes == 0) return bad("max-upload: must be positive");
+  if (realtime_max_message == 0) return bad("realtime-max-message: must be positive");
   auto addr = config::parse_host_port(listen);
   if (!addr) return bad("listen: " + addr.err().message);
   return ok;

@@ -34,6 +34,14 @@ struct options {
   std::uint64_t limit_tpm = 0;            // tokens per minute (prompt + max tokens); 0 = off
   std::uint64_t max_body_bytes = 8ull * 1024 * 1024;
   std::uint64_t max_header_bytes = 16 * 1024;
+  // The streamed-upload routes (files, audio transcriptions and translations, image edits and
+  // variations, upload parts) read their bodies in bounded pieces under this cap instead of
+  // max-body; it also caps a speech response's size.
+  std::uint64_t max_upload_bytes = 1024ull * 1024 * 1024;
+  std::uint64_t file_store_bytes = 64ull * 1024 * 1024;  // uploaded bytes kept for /content, over all files
+  std::uint64_t speech_rate = 0;  // bytes per second of a speech response; 0 = as fast as the client reads
+  // The largest message a Realtime WebSocket session reads (a larger one closes it with 1009).
+  std::uint64_t realtime_max_message = 16ull * 1024 * 1024;
   bool spaced_json = false;               // JSON with a space after ':' and ',' (as Python writes it)
   // The API key the /v1 and /openai routes require (empty = none): `Authorization: Bearer KEY`, on
   // /v1/messages `x-api-key: KEY`, on the Azure OpenAI paths (/openai/...) `api-key: KEY`.

@@ -108,6 +108,16 @@ stats server::state::snapshot() const {
     s.completions_succeeded += get(c.completions_succeeded);
     s.rate_limited += get(c.rate_limited);
     s.azure_requests += get(c.azure_requests);
+    s.files_stored += get(c.files_stored);
+    s.upload_bytes += get(c.upload_bytes);
+    s.download_bytes += get(c.download_bytes);
+    s.uploads_aborted += get(c.uploads_aborted);
+    s.realtime_sessions += get(c.realtime_sessions);
+    s.realtime_open += get(c.realtime_open);
+    s.realtime_messages_in += get(c.realtime_messages_in);
+    s.realtime_messages_out += get(c.realtime_messages_out);
+    s.realtime_closed_by_client += get(c.realtime_closed_by_client);
+    s.realtime_audio_bytes += get(c.realtime_audio_bytes);
     s.timer_waits += get(c.timer_waits);
     s.timer_late_1ms += get(c.timer_late_1ms);
     s.timer_late_10ms += get(c.timer_late_10ms);
@@ -115,6 +125,7 @@ stats server::state::snapshot() const {
     s.timer_late_sum_us += get(c.timer_late_sum_us);
     s.timer_late_max_us = std::max(s.timer_late_max_us, get(c.timer_late_max_us));
   }
+  s.file_store_bytes = files.kept_bytes();
   return s;
 }
 

@@ -45,6 +45,23 @@ struct stats {
   // Requests to an Azure OpenAI path (/openai/...), whatever the answer (refusals included); their
   // completions also count in completion_requests under the matching /v1 route.
   std::uint64_t azure_requests = 0;
+  // The large-body routes: files recorded in the store (POST /v1/files, completed uploads); body
+  // bytes the streamed uploads read; speech and file content bytes sent; streamed uploads whose
+  // client left before the body's end (nothing of them is stored); the store's kept bytes now.
+  std::uint64_t files_stored = 0;
+  std::uint64_t upload_bytes = 0;
+  std::uint64_t download_bytes = 0;
+  std::uint64_t uploads_aborted = 0;
+  std::uint64_t file_store_bytes = 0;
+  // The Realtime WebSocket (GET /v1/realtime): sessions accepted (upgraded); sessions open now;
+  // data messages read and written (every server event, echoes included); sessions the client ended
+  // with a close frame; input audio bytes decoded from input_audio_buffer.append.
+  std::uint64_t realtime_sessions = 0;
+  std::uint64_t realtime_open = 0;
+  std::uint64_t realtime_messages_in = 0;
+  std::uint64_t realtime_messages_out = 0;
+  std::uint64_t realtime_closed_by_client = 0;
+  std::uint64_t realtime_audio_bytes = 0;
   // Timed waits that ran to their deadline (time to first token, token delays, header delays) and
   // how late the worker woke from them: when its event loop cannot keep up, the wakeups come late
   // and the simulator, not the system under test, sets the pace.

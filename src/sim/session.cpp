@@ -5,13 +5,17 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 #include "sim/azure.hpp"
 #include "sim/content.hpp"
 #include "sim/embeddings.hpp"
+#include "sim/media.hpp"
 #include "sim/messages.hpp"
 #include "sim/moderations.hpp"
 #include "sim/metrics.hpp"
 #include "sim/worker.hpp"
+#include "sim/ws_realtime.hpp"
 
 namespace sluice::sim {
 namespace {
@@ -44,6 +48,17 @@ std::string stats_body(const stats& s) {
                         {"completions_succeeded", s.completions_succeeded},
                         {"rate_limited", s.rate_limited},
                         {"azure_requests", s.azure_requests},
+                        {"files_stored", s.files_stored},
+                        {"upload_bytes", s.upload_bytes},
+                        {"download_bytes", s.download_bytes},
+                        {"uploads_aborted", s.uploads_aborted},
+                        {"file_store_bytes", s.file_store_bytes},
+                        {"realtime_sessions", s.realtime_sessions},
+                        {"realtime_open", s.realtime_open},
+                        {"realtime_messages_in", s.realtime_messages_in},
+                        {"realtime_messages_out", s.realtime_messages_out},
+                        {"realtime_closed_by_client", s.realtime_closed_by_client},
+                        {"realtime_audio_bytes", s.realtime_audio_bytes},
                         {"timer_waits", s.timer_waits},
                         {"timer_late_1ms", s.timer_late_1ms},
                         {"timer_late_10ms", s.timer_late_10ms},
@@ -182,6 +197,8 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   if (is_azure_path(target)) co_return co_await route_azure(c, req, keep);
   auto refused = refusal(c.owner.opts, req, target, keep);
   if (refused) co_return co_await write_simple(c, *refused);
+  if (is_media_path(target)) co_return co_await route_media(c, req, target);
+  if (is_realtime_path(target)) co_return co_await serve_realtime(c, req);
   if (const auto kind = completion_api(target)) {
     if (post) {
       auto end = co_await serve_completion(c, *kind, req);
@@ -232,6 +249,44 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   co_return co_await write_simple(c, res);
 }
 
+void count_request(worker& w, const http::request<http::string_body>& req) {
+  counters::inc(w.count.requests);
+  if (req.find(http::field::authorization) != req.end() || req.find("x-api-key") != req.end() ||
+      req.find("api-key") != req.end())
+    counters::inc(w.count.requests_with_auth);
+}
+
+std::optional<upload_route> streamed_upload(const http::request<http::string_body>& head) {
+  const std::string_view target = head.target();
+  return upload_route_of(head.method(), target.substr(0, target.find('?')));
+}
+
+// One request whose head has been read: a streamed upload goes on with its body unread (counted
+// now; a client may leave mid-body); any other request reads its body whole under max-body, is
+// counted, then routed. A failed read leaves its error in `ec`.
+task<response_end> serve_request(connection& c, http::request_parser<http::string_body>& parser, error_code& ec) {
+  worker& w = c.owner;
+  if (const auto upload = streamed_upload(parser.get())) {
+    count_request(w, parser.get());
+    const std::string_view target = parser.get().target();
+    auto refused = refusal(w.opts, parser.get(), target.substr(0, target.find('?')), parser.get().keep_alive());
+    auto end = co_await serve_upload(c, parser, *upload, std::move(refused));
+    co_return end;
+  }
+  if (parser.content_length() && *parser.content_length() > w.opts.max_body_bytes) {
+    ec = http::error::body_limit;
+    co_return response_end::close;
+  }
+  parser.body_limit(w.opts.max_body_bytes);
+  co_await http::async_read(c.socket, c.buffer, parser, ec_out(ec));
+  if (ec) co_return response_end::close;
+  const auto& req = parser.get();
+  count_request(w, req);
+  auto end = co_await route(c, req);
+  if (end == response_end::done && !req.keep_alive()) end = response_end::close;
+  co_return end;
+}
+
 }  // namespace
 
 http::response<http::string_body> make_api_error(api kind, unsigned status, bool keep_alive, std::string_view message,
@@ -267,28 +322,24 @@ task<void> run_session(tcp::socket socket, worker* w) {
   while (!w->stopping) {
     error_code ec;
     std::optional<response_end> end;
+    std::uint64_t body_cap = o.max_body_bytes;
     {
-      // The parser (and the request body in it) lives for one request only.
+      // The parser (and the request body in it) lives for one request only. The head comes first:
+      // a streamed upload then reads its body in pieces under max-upload, any other request whole
+      // under max-body (serve_request), so the head's own check of Content-Length takes the larger.
       http::request_parser<http::string_body> parser;
       parser.header_limit(static_cast<std::uint32_t>(o.max_header_bytes));
-      parser.body_limit(o.max_body_bytes);
-      co_await http::async_read(c.socket, c.buffer, parser, ec_out(ec));
-      if (!ec) {
-        const auto& req = parser.get();
-        counters::inc(w->count.requests);
-        if (req.find(http::field::authorization) != req.end() || req.find("x-api-key") != req.end() ||
-            req.find("api-key") != req.end())
-          counters::inc(w->count.requests_with_auth);
-        end = co_await route(c, req);
-        if (*end == response_end::done && !req.keep_alive()) end = response_end::close;
-      }
+      parser.body_limit(std::max(o.max_body_bytes, o.max_upload_bytes));
+      co_await http::async_read_header(c.socket, c.buffer, parser, ec_out(ec));
+      if (streamed_upload(parser.get())) body_cap = o.max_upload_bytes;  // a 413 names the cap that refused
+      if (!ec) end = co_await serve_request(c, parser, ec);
     }
     if (ec) {
       // Malformed or oversized requests get an answer; then the connection ends, because the
       // rest of the byte stream cannot be trusted to start at a message boundary.
       std::optional<http::response<http::string_body>> res;
       if (ec == http::error::body_limit)
-        res = make_error(413, false, "Request body exceeds " + format_size(o.max_body_bytes), "invalid_request_error");
+        res = make_error(413, false, "Request body exceeds " + format_size(body_cap), "invalid_request_error");
       else if (ec == http::error::header_limit)
         res = make_error(431, false, "Request header fields too large", "invalid_request_error");
       else if (is_parse_error(ec))

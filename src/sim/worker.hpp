@@ -17,9 +17,11 @@
 #include "runtime/task_group.hpp"
 #include "runtime/worker_pool.hpp"
 #include "sim/control.hpp"
+#include "sim/file_store.hpp"
 #include "sim/rate_limit.hpp"
 #include "sim/request.hpp"
 #include "sim/server.hpp"
+#include "sim/uploads.hpp"
 
 namespace sluice::sim {
 
@@ -33,6 +35,13 @@ struct alignas(64) counters {
       active_connections{0}, connections_accepted{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0},
       responses_429{0}, requests_with_auth{0}, faults_injected{0}, completion_requests{0}, completions_running{0},
       completions_succeeded{0}, rate_limited{0}, azure_requests{0};
+  // The large-body routes (sim/media.hpp): files recorded in the store, body bytes read by the
+  // streamed uploads, speech and file content bytes sent, streamed uploads whose client left mid-body.
+  counter files_stored{0}, upload_bytes{0}, download_bytes{0}, uploads_aborted{0};
+  // The Realtime WebSocket (sim/ws_realtime.hpp): sessions accepted, open now, messages read and
+  // written, sessions the client ended with a close frame, input audio bytes decoded.
+  counter realtime_sessions{0}, realtime_open{0}, realtime_messages_in{0}, realtime_messages_out{0},
+      realtime_closed_by_client{0}, realtime_audio_bytes{0};
   // completion_requests by route (indexed by api).
   counter completion_requests_by_api[api_count]{};
   // The most streams this worker had open at once (only its thread writes it).
@@ -86,7 +95,7 @@ struct worker {
 };
 
 struct server::state {
-  explicit state(options o) : opts(std::move(o)) {}
+  explicit state(options o) : opts(std::move(o)), files(opts.file_store_bytes) {}
   options opts;
   std::unique_ptr<runtime::worker_pool> pool;
   std::vector<std::unique_ptr<worker>> workers;
@@ -95,6 +104,8 @@ struct server::state {
   bool running = false;
   control_state control;                  // script and engine values; any thread
   std::unique_ptr<rate_limiter> limiter;  // null when limit-rpm and limit-tpm are off; set before the workers start
+  file_store files;                       // POST /v1/files and completed uploads; any thread
+  upload_registry uploads;                // the Uploads API's open uploads; any thread
   stats snapshot() const;
 };
 

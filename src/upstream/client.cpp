@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -10,6 +11,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "runtime/socket_io.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/framing.hpp"
 
@@ -51,7 +53,7 @@ response::~response() {
   abort_.conn_ = nullptr;
   if (!conn_) return;
   auto& p = conn_->parser();
-  if (p.is_done() && p.keep_alive() && conn_->tcp().socket().is_open() && !abort_.aborted_) {
+  if (p.is_done() && p.keep_alive() && conn_->reusable && conn_->tcp().socket().is_open() && !abort_.aborted_) {
     if (auto home = home_.lock()) {
       home->put(std::move(conn_));
       return;
@@ -240,7 +242,55 @@ task<result<std::unique_ptr<connection>>> client::connect(abort_handle& abort, d
   co_return std::move(c);
 }
 
-task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle& abort, duration deadline_left) {
+task<result<std::unique_ptr<connection>>> client::ready_connection(abort_handle& abort, duration deadline_left,
+                                                                   bool fresh) {
+  // Newest idle connection first; drop the ones that are too old or that the peer closed.
+  std::unique_ptr<connection> c;
+  if (!fresh)
+    c = pool_->take(std::chrono::steady_clock::now(), opts_.pool_idle_timeout, [](connection& idle) { return idle.looks_dead(); });
+  if (c) {
+    c->reused = true;
+    ++stats_.connections_reused;
+    co_return std::move(c);
+  }
+  auto made = co_await connect(abort, deadline_left);
+  if (!made) co_return std::move(made).err();
+  (*made)->reused = false;
+  co_return std::move(*made);
+}
+
+task<error_code> client::send_streamed(connection& c, request& req, body_source& body,
+                                       std::optional<error>& body_failure) {
+  const bool chunked = !body.length();
+  error_code ec = co_await c.write_raw(net::buffer(runtime::head_bytes(req.base())));
+  constexpr std::size_t piece = 64 * 1024;
+  constexpr std::size_t line = 8;  // room before a piece for its chunk-size line ("10000\r\n" at most)
+  const auto buf = std::make_unique<char[]>(line + piece + 2);  // and after it for its CRLF
+  while (!ec) {
+    auto n = co_await body.read_some(buf.get() + line, piece);
+    if (!n) {
+      body_failure = std::move(n).err();
+      co_return error_code(net::error::operation_aborted);
+    }
+    if (*n == 0) break;
+    c.tcp().expires_after(opts_.idle_between_events);  // each piece must be taken in time
+    if (!chunked) {
+      ec = co_await c.write_raw(net::buffer(buf.get() + line, *n));
+      continue;
+    }
+    char size_line[line + 1];
+    const int w = std::snprintf(size_line, sizeof size_line, "%zx\r\n", *n);
+    char* start = buf.get() + line - w;
+    std::memcpy(start, size_line, static_cast<std::size_t>(w));
+    std::memcpy(buf.get() + line + *n, "\r\n", 2);
+    ec = co_await c.write_raw(net::buffer(start, static_cast<std::size_t>(w) + *n + 2));
+  }
+  if (!ec && chunked) ec = co_await c.write_raw(net::buffer(std::string_view("0\r\n\r\n")));
+  co_return ec;
+}
+
+task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle& abort, duration deadline_left,
+                                                     body_source* body) {
   const auto give_up_at = deadline_left == duration::max() ? std::chrono::steady_clock::time_point::max()
                                                            : std::chrono::steady_clock::now() + deadline_left;
   auto left = [&] {
@@ -248,25 +298,18 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
     return std::max<duration>(std::chrono::duration_cast<duration>(give_up_at - std::chrono::steady_clock::now()),
                               duration(1));
   };
+  abort.sent_ = false;
   req.set(bhttp::field::host, target_.host_header());
   req.keep_alive(true);
-  req.prepare_payload();
+  if (!body) req.prepare_payload();
+  else if (const auto n = body->length()) req.content_length(*n);
+  else req.chunked(true);
 
   for (int attempt = 0; attempt < 2; ++attempt) {
     const auto connect_start = std::chrono::steady_clock::now();
-    std::unique_ptr<connection> c;
-    // Newest idle connection first; drop the ones that are too old or that the peer closed.
-    c = pool_->take(std::chrono::steady_clock::now(), opts_.pool_idle_timeout,
-                    [](connection& idle) { return idle.looks_dead(); });
-    if (c) c->reused = true;
-    if (!c) {
-      auto fresh = co_await connect(abort, left());
-      if (!fresh) co_return std::move(fresh).err();
-      c = std::move(*fresh);
-      c->reused = false;
-    } else {
-      ++stats_.connections_reused;
-    }
+    auto made = co_await ready_connection(abort, left(), body != nullptr);
+    if (!made) co_return std::move(made).err();
+    std::unique_ptr<connection> c = std::move(*made);
     abort.conn_ = c.get();
     if (abort.aborted()) co_return error::make(errc::cancelled, "upstream request aborted");
 
@@ -274,8 +317,20 @@ task<result<std::unique_ptr<response>>> client::send(request& req, abort_handle&
     c->idle_timeout = opts_.idle_between_events;
     c->reset_parser(opts_.max_response_head);
     c->tcp().expires_after(std::min(opts_.first_byte_timeout, left()));
-    error_code ec = co_await c->write(req);
-    if (!ec) ec = co_await c->read_head();
+    std::optional<error> body_failure;
+    abort.sent_ = true;
+    error_code ec = body ? co_await send_streamed(*c, req, *body, body_failure) : co_await c->write(req);
+    if (body_failure) {
+      c->close();
+      abort.conn_ = nullptr;
+      co_return std::move(*body_failure);
+    }
+    // An upstream may answer (and close) before a streamed body ended: its answer is what counts.
+    if (ec && body && !abort.aborted()) c->reusable = false;
+    if (!ec || !c->reusable) {
+      c->tcp().expires_after(std::min(opts_.first_byte_timeout, left()));
+      ec = co_await c->read_head();
+    }
     if (ec) {
       bool stale = c->reused && is_stale_error(ec) && !abort.aborted();
       c->close();

@@ -32,18 +32,36 @@ using request = bhttp::request<bhttp::string_body>;
 class connection;
 struct pool;
 
+// A request body sent as it comes (a client's upload, ADR 0027): each piece is read, then written
+// to the upstream before the next is read, so one piece is all the exchange holds of it and a slow
+// upstream slows the client down.
+class body_source {
+ public:
+  // Up to `cap` bytes into `dst`; 0 at the body's end. An error ends the exchange (the upstream
+  // connection is closed): send() returns it as it is.
+  virtual task<result<std::size_t>> read_some(char* dst, std::size_t cap) = 0;
+  // The body's length when it is known (sent with Content-Length); nullopt: sent chunked.
+  virtual std::optional<std::uint64_t> length() const noexcept = 0;
+
+ protected:
+  ~body_source() = default;
+};
+
 // Lets another coroutine (the client watcher, the drain) abort an exchange in any phase:
 // connecting, waiting for the head, or reading the body. Same thread only.
 class abort_handle {
  public:
   void abort() noexcept;
   bool aborted() const noexcept { return aborted_; }
+  // The last send() began to write its request (the upstream may have acted on it).
+  bool sent() const noexcept { return sent_; }
 
  private:
   friend class client;
   friend class response;
   connection* conn_ = nullptr;
   bool aborted_ = false;
+  bool sent_ = false;
 };
 
 class response {
@@ -128,8 +146,11 @@ class client {
   // and reads the response head. A reused keep-alive connection found dead before any response
   // byte is retried once on a fresh connection. `deadline_left` caps every phase's timeout (the
   // request's total deadline); a phase cut short by it reports an upstream timeout.
+  // With `body`, req's own body is ignored and the request's body is streamed from `body` after the
+  // head, always on a fresh connection (a body that cannot be replayed is never risked on one that
+  // may have died idle); an upstream that answers before the body ended is heard.
   task<result<std::unique_ptr<response>>> send(request& req, abort_handle& abort,
-                                               duration deadline_left = duration::max());
+                                               duration deadline_left = duration::max(), body_source* body = nullptr);
 
   const url& target() const noexcept { return target_; }
   std::size_t idle_connections() const;
@@ -137,6 +158,10 @@ class client {
 
  private:
   task<result<std::unique_ptr<connection>>> connect(abort_handle& abort, duration deadline_left);
+  // A pooled connection or a fresh one (always fresh for a streamed body).
+  task<result<std::unique_ptr<connection>>> ready_connection(abort_handle& abort, duration deadline_left, bool fresh);
+  // The head, then the body's pieces; a failure of the body itself goes to `body_failure`.
+  task<error_code> send_streamed(connection& c, request& req, body_source& body, std::optional<error>& body_failure);
 
   net::any_io_executor ex_;
   const options& opts_;

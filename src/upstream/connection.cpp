@@ -46,6 +46,13 @@ task<error_code> connection::write(request& req) {
   co_return ec;
 }
 
+task<error_code> connection::write_raw(net::const_buffer bytes) {
+  error_code ec;
+  if (is_tls()) co_await net::async_write(tls_stream(), bytes, ec_out(ec));
+  else co_await net::async_write(tcp(), bytes, ec_out(ec));
+  co_return ec;
+}
+
 task<error_code> connection::read_head() {
   // The head is parsed from sluice's own reads, like the body: the first read may take up to
   // head_read_window, so a head and the events sent right behind it usually come in one system

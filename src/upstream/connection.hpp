@@ -28,6 +28,8 @@ class connection {
   secure& tls_stream() { return std::get<secure>(stream_); }
 
   task<error_code> write(request& req);
+  // Bytes as they are (a streamed body's head and pieces), under the stream's deadline.
+  task<error_code> write_raw(net::const_buffer bytes);
   task<error_code> read_head();
   // One socket read of body bytes into the buffer (nothing is parsed): at most the read window
   // (512 bytes at first: a slow stream's event fits, and the buffer stays small),
@@ -65,6 +67,7 @@ class connection {
 
   std::chrono::steady_clock::time_point idle_since{};
   bool reused = false;
+  bool reusable = true;  // false: the exchange broke its framing (an answer before the body ended)
   duration idle_timeout{};  // per body read, from options.idle_between_events
 
  private:

@@ -440,6 +440,6 @@ TEST(GatewayRoutes, ARouteTheAllowListLeavesOutIsA404CountedAsRouteDisabled) {
   EXPECT_NE(metrics.find("sluice_rejections_total{reason=\"route_disabled\"} 1"), std::string::npos) << metrics;
   EXPECT_EQ(sim.snapshot().completion_requests, 1u) << "the refused request never reached the upstream";
   app::serve_options bad = go;
-  bad.proxy.routes = {"chat_completions", "files"};
+  bad.proxy.routes = {"chat_completions", "no_such_route"};
   EXPECT_FALSE(bad.validate().has_value()) << "a name that is no route is refused at start-up";
 }
