@@ -12,6 +12,7 @@
 #include <string>
 
 #include <boost/asio/ssl/context.hpp>
+#include <boost/beast/http/fields.hpp>
 
 #include "config/url.hpp"
 #include "core/error.hpp"
@@ -20,6 +21,8 @@
 #include "upstream/client.hpp"
 
 namespace sluice::proxy {
+
+namespace bhttp = boost::beast::http;
 
 // Where and how the session is opened upstream.
 struct realtime_target {

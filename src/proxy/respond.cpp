@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include "http/error_response.hpp"
+#include "proxy/body_usage.hpp"
 #include "proxy/event_scan.hpp"
 #include "proxy/outcomes.hpp"
 #include "proxy/pipeline.hpp"
@@ -32,24 +33,14 @@ std::string upstream_error_body(unsigned status, const std::string& body) {
   return http::error_body(e);
 }
 
-// The token usage a whole answer reports (chat and completions: prompt_/completion_tokens;
-// responses: input_/output_tokens), read by the relay's own scanner.
-struct whole_usage {
-  std::uint64_t in = 0, out = 0;
-};
-std::optional<whole_usage> usage_of(std::string_view body) {
-  event_facts f;
-  if (!scan_event(body, f) || !f.usage_object) return std::nullopt;
-  whole_usage u;
-  if (f.prompt_tokens >= 0) u.in = static_cast<std::uint64_t>(f.prompt_tokens);
-  if (f.input_tokens >= 0) u.in = static_cast<std::uint64_t>(f.input_tokens);
-  if (f.completion_tokens >= 0) u.out = static_cast<std::uint64_t>(f.completion_tokens);
-  if (f.output_tokens >= 0) u.out = static_cast<std::uint64_t>(f.output_tokens);
-  if (u.in + u.out == 0) return std::nullopt;
-  return u;
-}
-
 constexpr std::string_view should_retry_header = "x-should-retry";
+
+// What the upstream reported: the request's tokens (the key's tpm), and its pacer's budget settled.
+void charge_usage(request_context& ctx, exchange& x, const reported_usage& used) {
+  ctx.end.tokens_in = used.in;
+  ctx.end.tokens_out = used.out;
+  if (x.lease && x.lease.upstream().pace->has_token_budget()) x.lease.settle(used.in + used.out, runtime::steady::now());
+}
 
 template <class Message>
 void stamp(Message& m, const request_context& ctx) {
@@ -113,11 +104,7 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   if (x.lease) end.upstream = x.lease.upstream().spec.name;
   if (status / 100 == 2) {
     if (cfg_.svc.spans && ctx.trace.sampled()) ctx.trace.identify(body);
-    if (auto used = usage_of(body)) {
-      end.tokens_in = used->in;
-      end.tokens_out = used->out;
-      if (x.lease && x.lease.upstream().pace->has_token_budget()) x.lease.settle(used->in + used->out, runtime::steady::now());
-    }
+    if (auto used = usage_of(body)) charge_usage(ctx, x, *used);
   }
   std::string ctype(x.response->head()[bhttp::field::content_type]);
   whole_check output_check;  // structured outputs: check a whole 2xx answer (retry: ask again)
@@ -271,6 +258,9 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
   // One piece at a time: read from the upstream, written to the client, then the next read. A slow
   // client holds the upstream back (TCP's window), and memory stays one piece whatever the size.
   const auto piece = std::make_unique<char[]>(body_piece_bytes);
+  std::optional<sse_usage_watch> usage;  // an SSE answer (a streamed transcription) may report usage
+  if (x.response->head()[bhttp::field::content_type].starts_with("text/event-stream"))
+    usage.emplace(static_cast<std::size_t>(cfg_.proxy.stream_buffer));
   std::optional<error> failure;
   bool client_gone = !co_await ctx.conn->write_head(head);
   while (!client_gone) {
@@ -285,9 +275,11 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
       client_gone = !end.written;
       break;
     }
+    if (usage) usage->feed(std::string_view(piece.get(), *n));
     client_gone = !co_await ctx.conn->write_chunk(std::string_view(piece.get(), *n));
     if (!client_gone) end.bytes_out += *n;
   }
+  if (usage && usage->usage()) charge_usage(ctx, x, *usage->usage());
   if (end.written) {
     x.lease.succeeded();
     end.outcome = outcome_of_status(x.status);

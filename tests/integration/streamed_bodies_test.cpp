@@ -171,6 +171,18 @@ TEST_F(StreamedBodies, ATranscriptionsUsageIsChargedAndItsAudioStreamed) {
       << "the upstream's usage is charged";
   auto direct = upload(sim_port_, "/v1/audio/transcriptions", body, true);
   EXPECT_EQ(object_of(direct.body()).at("text"), answer.at("text")) << "the same call straight to the simulator";
+  // Streamed, the usage comes in the last event: read as it passes, charged the same.
+  const auto streamed_body = multipart({{"model", "whisper-1"}, {"stream", "true"}}, "file", "talk.wav", pattern_bytes(512 * 1024));
+  auto streamed = upload(port_, "/v1/audio/transcriptions", streamed_body, false);
+  ASSERT_EQ(streamed.result_int(), 200u) << streamed.body();
+  EXPECT_EQ(streamed[test::bhttp::field::content_type].substr(0, 17), "text/event-stream");
+  const auto done_at = streamed.body().rfind("data: ");
+  ASSERT_NE(done_at, std::string::npos) << streamed.body();
+  const auto done = object_of(streamed.body().substr(done_at + 6));
+  ASSERT_TRUE(done.contains("usage")) << streamed.body().substr(done_at);
+  const auto in2 = done.at("usage").at("input_tokens").to_number<std::uint64_t>();
+  EXPECT_LT(test::wait_until([&] { return metric(port_, R"(sluice_tokens_total{direction="prompt"})") == in + in2; }).count(), 5000)
+      << "a streamed transcription's usage is charged too";
 }
 
 TEST_F(StreamedBodies, ASpeechDownloadIsTheSimulatorsOwnBytes) {
