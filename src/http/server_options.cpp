@@ -15,7 +15,7 @@ void server_options::register_options(config::option_table& t) {
                 max_request_line_bytes)
       .add("max-header-fields", "most request header fields accepted (over it: 431)", max_header_fields)
       .add_duration("header-timeout", "time for a whole request head to arrive (over it: 408)", header_timeout)
-      .add_duration("body-timeout", "time for a whole request body to arrive (over it: 408)", body_timeout)
+      .add_duration("body-timeout", "time for a whole request body to arrive; a streamed upload's, for each piece (over it: 408)", body_timeout)
       .add_duration("idle-timeout", "keep-alive connection idle time before it is closed", idle_timeout)
       .add_duration("write-stall-timeout", "a client that accepts no byte for this long is disconnected",
                     write_stall_timeout)

@@ -23,7 +23,8 @@ struct server_options {
   std::uint64_t max_request_line_bytes = 8 * 1024;  // request line over this -> 414
   std::uint64_t max_header_fields = 100;            // more header fields than this -> 431
   duration header_timeout = 10s;                   // whole head must arrive within this -> 408
-  duration body_timeout = 30s;                     // whole body must arrive within this -> 408
+  duration body_timeout = 30s;                     // whole body must arrive within this -> 408 (a streamed
+                                                   // upload: each piece, ADR 0027)
   duration idle_timeout = 60s;                     // keep-alive connection with no new request: closed quietly
   duration write_stall_timeout = 30s;              // a client that accepts no byte for this long is cut
   // After a refusal that closes the connection (413, 431, ...): what the client still sends is
