@@ -335,7 +335,16 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
     bool path_known = false;
     if (const auto* s = find_streamed_route(req.method(), target, path_known)) return adopt_streamed(ctx, req, *s);
   }
-  if (!r && target.starts_with(stored_prefix)) return parse_stored(ctx, req, target.substr(stored_prefix.size()));
+  if (!r && target.starts_with(stored_prefix)) {
+    // The gateway's own ids name the responses it stores; any other is the upstream's (or a
+    // stateless route: input_tokens, compact).
+    std::string_view id = target.substr(stored_prefix.size());
+    id = id.substr(0, id.find('/'));
+    bool path_known = false;
+    if (const auto* s = is_gateway_response_id(id) ? nullptr : find_streamed_route(req.method(), target, path_known))
+      return adopt_streamed(ctx, req, *s);
+    return parse_stored(ctx, req, target.substr(stored_prefix.size()));
+  }
   if (!r && target.starts_with(models_prefix)) return parse_model_retrieve(ctx, req, target.substr(models_prefix.size()));
   if (!r && target.starts_with("/v1/")) {
     bool path_known = false;

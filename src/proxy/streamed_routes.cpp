@@ -140,6 +140,15 @@ constexpr std::array table = {
     streamed_route{verb::post, "/v1/videos/edits", route::videos, true, true},
     streamed_route{verb::post, "/v1/videos/extensions", route::videos, true, true},
     streamed_route{verb::post, "/v1/videos/{id}/remix", route::videos, false, true},
+    // A Responses request's token count and compaction (stateless), and a response the upstream
+    // stored (`store: true`, an id the gateway did not make: pipeline::parse sends the gateway's own
+    // ids to its store, docs/queue.md).
+    streamed_route{verb::post, "/v1/responses/input_tokens", route::responses, false, false},
+    streamed_route{verb::post, "/v1/responses/compact", route::responses, false, false},
+    streamed_route{verb::get, "/v1/responses/{id}", route::responses, false, true},
+    streamed_route{verb::delete_, "/v1/responses/{id}", route::responses, false, true},
+    streamed_route{verb::post, "/v1/responses/{id}/cancel", route::responses, false, true},
+    streamed_route{verb::get, "/v1/responses/{id}/input_items", route::responses, false, true},
     // Stored chat completions (`store: true`): the POST that makes one is the chat route's.
     streamed_route{verb::get, "/v1/chat/completions", route::chat_completions, false, true},
     streamed_route{verb::get, "/v1/chat/completions/{id}", route::chat_completions, false, true},

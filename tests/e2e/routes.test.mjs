@@ -36,11 +36,12 @@ function documented() {
 }
 
 // A path with its parameters filled in: ids the gateway's own checks accept (a model the
-// simulator serves, a response id of the gateway's shape), so a served route reaches the pipeline.
+// simulator serves, a response id of the upstream's shape), so a served route reaches the pipeline.
 function concrete(route) {
   const p = route.split(' ')[1];
   if (p.startsWith('/v1/models/')) return p.replace('{id}', 'sim-1');
-  if (p.startsWith('/v1/responses/')) return p.replaceAll('{id}', 'resp_0123456789abcdef0123456789abcdef');
+  // An upstream's own response id (longer than the gateway's resp_ + 32 hex): every row goes upstream.
+  if (p.startsWith('/v1/responses/')) return p.replaceAll('{id}', 'resp_0123456789abcdef0123456789abcdef0123456789abcdef');
   return p.replaceAll('{id}', 'obj_1');
 }
 
