@@ -174,6 +174,16 @@ task<result<void>> connection::write_last_chunk(std::string_view data) {
 
 task<result<void>> connection::finish_chunks() { return write_streamed(bhttp::make_chunk_last()); }
 
+task<result<void>> connection::write_sized_head(bhttp::response<bhttp::empty_body>& head) {
+  held_head_ = runtime::head_bytes(head.base());
+  co_return co_await flush_head();
+}
+
+task<result<void>> connection::write_piece(std::string_view data) {
+  if (data.empty()) return nothing_to_write();
+  return write_streamed(net::buffer(data.data(), data.size()));
+}
+
 void connection::close() noexcept {
   error_code ec;
   // close() alone sends the FIN after whatever is queued (as a shutdown would), one call fewer.

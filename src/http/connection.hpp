@@ -85,6 +85,10 @@ class connection final : public runtime::watchdog::item, public downstream {
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
   // events).
   task<result<void>> write_last_chunk(std::string_view data) override;
+  // The head as it is (its Content-Length), then the body's bytes unframed.
+  task<result<void>> write_sized_head(bhttp::response<bhttp::empty_body>& head) override;
+  task<result<void>> write_piece(std::string_view data) override;
+  task<result<void>> finish_pieces() override { return nothing_to_write(); }
 
   // Watches the client for a disconnect while the gateway works for it (the upstream exchange,
   // the relay), with a plain handler instead of a coroutine raced beside each phase: when the peer

@@ -38,6 +38,15 @@ class downstream {
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
   // events).
   virtual task<result<void>> write_last_chunk(std::string_view data) = 0;
+  // A body of a length known before it is sent (a download relayed with its upstream's
+  // Content-Length): the head with that length, then pieces that add up to it. A downstream that
+  // cannot write one sends it chunked instead (the default).
+  virtual task<result<void>> write_sized_head(bhttp::response<bhttp::empty_body>& head) {
+    head.erase(bhttp::field::content_length);
+    return write_head(head);
+  }
+  virtual task<result<void>> write_piece(std::string_view data) { return write_chunk(data); }
+  virtual task<result<void>> finish_pieces() { return finish_chunks(); }
 
   // The watch of the downstream's going away while the gateway works for it: while the returned
   // guard lives, the listener is told at once when the peer leaves (a client's close or reset, a

@@ -255,6 +255,9 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
   for (const auto& f : x.response->head())
     if (passback(f.name_string())) head.set(f.name_string(), f.value());
   head.keep_alive(ctx.keep_alive);
+  // The upstream's length goes on when it sent one (a download's progress has its total).
+  const auto length = x.response->content_length();
+  if (length) head.content_length(*length);
   // One piece at a time: read from the upstream, written to the client, then the next read. A slow
   // client holds the upstream back (TCP's window), and memory stays one piece whatever the size.
   const auto piece = std::make_unique<char[]>(body_piece_bytes);
@@ -262,7 +265,7 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
   if (x.response->head()[bhttp::field::content_type].starts_with("text/event-stream"))
     usage.emplace(static_cast<std::size_t>(cfg_.proxy.stream_buffer));
   std::optional<error> failure;
-  bool client_gone = !co_await ctx.conn->write_head(head);
+  bool client_gone = !co_await ctx.conn->write_sized_head(head);
   while (!client_gone) {
     auto n = co_await x.response->read_some(piece.get(), body_piece_bytes);
     if (!n) {
@@ -271,12 +274,12 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
       break;
     }
     if (*n == 0) {
-      end.written = (co_await ctx.conn->finish_chunks()).has_value();
+      end.written = (co_await ctx.conn->finish_pieces()).has_value();
       client_gone = !end.written;
       break;
     }
     if (usage) usage->feed(std::string_view(piece.get(), *n));
-    client_gone = !co_await ctx.conn->write_chunk(std::string_view(piece.get(), *n));
+    client_gone = !co_await ctx.conn->write_piece(std::string_view(piece.get(), *n));
     if (!client_gone) end.bytes_out += *n;
   }
   if (usage && usage->usage()) charge_usage(ctx, x, *usage->usage());

@@ -65,6 +65,11 @@ response::~response() {
 unsigned response::status() const { return conn_->parser().get().result_int(); }
 const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
 bool response::done() const { return conn_->parser().is_done(); }
+std::optional<std::uint64_t> response::content_length() const {
+  const auto len = conn_->parser().content_length();
+  if (!len || filter_) return std::nullopt;
+  return *len;
+}
 bool response::has_buffered_body() const noexcept {
   return conn_ && (conn_->buffered() > 0 || filtered_at_ < filtered_.size());
 }

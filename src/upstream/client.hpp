@@ -90,6 +90,8 @@ class response {
   // Reads the whole remaining body, at most `limit` bytes.
   task<result<std::string>> read_all(std::size_t limit);
   bool done() const;
+  // The body's Content-Length, when the upstream sent one (not for a filtered body).
+  std::optional<std::uint64_t> content_length() const;
   // Body bytes already read from the socket and not yet decoded: read_some() returns them without
   // waiting.
   bool has_buffered_body() const noexcept;

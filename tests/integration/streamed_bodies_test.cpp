@@ -194,6 +194,7 @@ TEST_F(StreamedBodies, ASpeechDownloadIsTheSimulatorsOwnBytes) {
   ASSERT_EQ(through.result_int(), 200u) << through.body().substr(0, 300);
   EXPECT_EQ(through[test::bhttp::field::content_type], "audio/mpeg");
   EXPECT_EQ(through.body().size(), 5u * 1024 * 1024 + 3);
+  EXPECT_EQ(through[test::bhttp::field::content_length], std::to_string(5 * 1024 * 1024 + 3)) << "the upstream's length goes on";
   EXPECT_TRUE(through.body() == direct.body()) << "the gateway changed the audio";
   EXPECT_LT(test::wait_until([&] { return metric(port_, R"(sluice_requests_total{outcome="ok",route="audio"})") == 1; }).count(), 5000);
 }
