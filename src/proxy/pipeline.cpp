@@ -125,26 +125,30 @@ bool plausible_model_id(std::string_view id) noexcept {
   return true;
 }
 
-// The model retrieved is the model routed: an upstream that serves it answers.
-std::optional<error> parse_model_retrieve(request_context& ctx, const http::request& req, std::string_view id) {
-  ctx.route = obs::route::models;
-  if (!plausible_model_id(id))
-    return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
-                                            std::string(models_prefix) + "....");
-  if (req.method() != bhttp::verb::get)
-    return error::make(errc::method_not_allowed,
-                       "Method " + std::string(req.method_string()) + " is not allowed here; use GET.");
-  ctx.model = std::string(id);
-  ctx.path = std::string(models_prefix) + std::string(id);
-  return std::nullopt;
-}
-
 // A streamed route (streamed_routes.hpp): its body is not parsed; the path goes on with its query.
 std::optional<error> adopt_streamed(request_context& ctx, const http::request& req, const streamed_route& s) {
   ctx.route = s.route;
   ctx.which = api::passthrough;
   ctx.streamed = &s;
   ctx.path = std::string(req.target());
+  return std::nullopt;
+}
+
+// The model retrieved is the model routed: an upstream that serves it answers.
+std::optional<error> parse_model_retrieve(request_context& ctx, const http::request& req, std::string_view id) {
+  ctx.route = obs::route::models;
+  if (!plausible_model_id(id))
+    return error::make(errc::not_found, "Unknown request URL: " + std::string(req.method_string()) + " " +
+                                            std::string(models_prefix) + "....");
+  if (req.method() == bhttp::verb::delete_) {  // a fine-tuned model of the upstream's account
+    ctx.model = std::string(id);
+    return adopt_streamed(ctx, req, model_delete_route());
+  }
+  if (req.method() != bhttp::verb::get)
+    return error::make(errc::method_not_allowed,
+                       "Method " + std::string(req.method_string()) + " is not allowed here; use GET or DELETE.");
+  ctx.model = std::string(id);
+  ctx.path = std::string(models_prefix) + std::string(id);
   return std::nullopt;
 }
 

@@ -93,7 +93,8 @@ task<std::optional<error>> open_upstream(Ws& ws, const realtime_target& t, const
 enum class side : std::uint8_t { none, client, upstream };
 
 struct pump_end {
-  bool closed = false;  // a close frame ended it (else an error)
+  bool closed = false;   // a close frame ended it (else an error)
+  bool too_big = false;  // a message past read_message_max (Beast closed that side with 1009)
   websocket::close_reason reason;
 };
 
@@ -105,11 +106,11 @@ task<pump_end> pump(From& from, To& to, std::uint64_t& moved) {
   while (true) {
     error_code ec;
     const std::size_t n = co_await from.async_read_some(net::buffer(piece), ec_out(ec));
-    if (ec) co_return pump_end{ec == websocket::error::closed, from.reason()};
+    if (ec) co_return pump_end{ec == websocket::error::closed, ec == websocket::error::message_too_big, from.reason()};
     if (!mid_message) to.binary(from.got_binary());
     const bool last = from.is_message_done();
     co_await to.async_write_some(last, net::buffer(piece.data(), n), ec_out(ec));
-    if (ec) co_return pump_end{};
+    if (ec) co_return pump_end{};  // the other side's write broke: its own read ends too
     moved += n;
     mid_message = !last;
   }
@@ -148,7 +149,7 @@ task<realtime_end> bridge(Up& up, tcp::socket& client, const http::request& req,
                                     pump_then_close(up, down, end.bytes_to_client, side::upstream, first));
   end.client_closed = first == side::client;
   end.upstream_failed = first == side::upstream && !to_down.closed;
-  (void)to_up;
+  end.too_big = to_up.too_big;
   co_return end;
 }
 

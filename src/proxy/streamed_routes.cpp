@@ -196,6 +196,11 @@ bool matches(std::string_view pattern, std::string_view path) noexcept {
 
 std::span<const streamed_route> streamed_route_table() noexcept { return table; }
 
+const streamed_route& model_delete_route() noexcept {
+  static constexpr streamed_route row{verb::delete_, "/v1/models/{model}", route::models, false, true};
+  return row;
+}
+
 const streamed_route* find_streamed_route(bhttp::verb method, std::string_view path, bool& path_known) noexcept {
   path_known = false;
   for (const auto& r : table) {

@@ -37,6 +37,10 @@ std::span<const streamed_route> streamed_route_table() noexcept;
 // '.', at most 128 bytes, never "." or "..". Pure.
 const streamed_route* find_streamed_route(bhttp::verb method, std::string_view path, bool& path_known) noexcept;
 
+// DELETE /v1/models/{model}: a fine-tuned model of the upstream's account (a stored object). Its id
+// is a model id (`ft:gpt-4o-mini:org::id`), checked by the model routes' own rule, not {id}'s.
+const streamed_route& model_delete_route() noexcept;
+
 // Idempotent methods may be retried and failed over after the request reached an upstream; a
 // POST only when no byte of it did (ADR 0027).
 bool may_replay(bhttp::verb method, bool reached_upstream) noexcept;

@@ -101,7 +101,7 @@ error no_such_file(std::string_view id) {
   return error::make(errc::not_found, "No such File object: " + std::string(id), "id");
 }
 
-std::optional<std::string> query_param(std::string_view target, std::string_view name) {
+std::optional<std::string> decoded_query_param(std::string_view target, std::string_view name) {
   const auto q = target.find('?');
   if (q == std::string_view::npos) return std::nullopt;
   std::string_view rest = target.substr(q + 1);
@@ -118,14 +118,14 @@ std::optional<std::string> query_param(std::string_view target, std::string_view
 
 result<file_list_query> parse_file_list_query(std::string_view target) {
   file_list_query q;
-  if (auto limit = query_param(target, "limit")) {
+  if (auto limit = decoded_query_param(target, "limit")) {
     std::size_t n = 0;
     const auto [p, ec] = std::from_chars(limit->data(), limit->data() + limit->size(), n);
     if (limit->empty() || ec != std::errc{} || p != limit->data() + limit->size() || n < 1 || n > 10'000)
       return error::make(errc::bad_request, "limit: an integer from 1 to 10000", "limit");
     q.limit = n;
   }
-  if (auto purpose = query_param(target, "purpose")) q.purpose = std::move(*purpose);
+  if (auto purpose = decoded_query_param(target, "purpose")) q.purpose = std::move(*purpose);
   return q;
 }
 

@@ -28,7 +28,7 @@ std::string file_deleted_json(std::string_view id);
 error no_such_file(std::string_view id);
 
 // A query parameter of a request target, percent-decoded ('+' is a space); nothing when absent.
-std::optional<std::string> query_param(std::string_view target, std::string_view name);
+std::optional<std::string> decoded_query_param(std::string_view target, std::string_view name);
 // GET /v1/files' `limit` (1..10000, default 10000) and `purpose`, or a bad_request naming limit.
 struct file_list_query {
   std::size_t limit = 10'000;

@@ -126,6 +126,9 @@ stats server::state::snapshot() const {
     s.timer_late_max_us = std::max(s.timer_late_max_us, get(c.timer_late_max_us));
   }
   s.file_store_bytes = files.kept_bytes();
+  s.stored_objects = objects.objects();
+  s.stored_object_bytes = objects.bytes();
+  s.objects_evicted = objects.evicted();
   return s;
 }
 

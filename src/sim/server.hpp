@@ -53,6 +53,11 @@ struct stats {
   std::uint64_t download_bytes = 0;
   std::uint64_t uploads_aborted = 0;
   std::uint64_t file_store_bytes = 0;
+  // The stored objects (batches, vector stores, fine-tuning jobs, conversations and what is under
+  // them): kept now and their serialized bytes (gauges); those that went for the store's bounds.
+  std::uint64_t stored_objects = 0;
+  std::uint64_t stored_object_bytes = 0;
+  std::uint64_t objects_evicted = 0;
   // The Realtime WebSocket (GET /v1/realtime): sessions accepted (upgraded); sessions open now;
   // data messages read and written (every server event, echoes included); sessions the client ended
   // with a close frame; input audio bytes decoded from input_audio_buffer.append.

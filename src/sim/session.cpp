@@ -13,6 +13,7 @@
 #include "sim/media.hpp"
 #include "sim/messages.hpp"
 #include "sim/moderations.hpp"
+#include "sim/objects_route.hpp"
 #include "sim/metrics.hpp"
 #include "sim/worker.hpp"
 #include "sim/ws_realtime.hpp"
@@ -53,6 +54,9 @@ std::string stats_body(const stats& s) {
                         {"download_bytes", s.download_bytes},
                         {"uploads_aborted", s.uploads_aborted},
                         {"file_store_bytes", s.file_store_bytes},
+                        {"stored_objects", s.stored_objects},
+                        {"stored_object_bytes", s.stored_object_bytes},
+                        {"objects_evicted", s.objects_evicted},
                         {"realtime_sessions", s.realtime_sessions},
                         {"realtime_open", s.realtime_open},
                         {"realtime_messages_in", s.realtime_messages_in},
@@ -239,6 +243,8 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
       auto res = control_response(c.owner, req, keep);
       co_return co_await write_simple(c, res);
     }
+  } else if (is_objects_path(target)) {
+    co_return co_await route_objects(c, req);
   } else {
     std::string msg = "Invalid URL (" + std::string(req.method_string()) + " " + std::string(target) + ")";
     auto res = make_error(404, keep, msg, "invalid_request_error");

@@ -18,6 +18,8 @@
 #include "runtime/worker_pool.hpp"
 #include "sim/control.hpp"
 #include "sim/file_store.hpp"
+#include "sim/object_families.hpp"
+#include "sim/object_store.hpp"
 #include "sim/rate_limit.hpp"
 #include "sim/request.hpp"
 #include "sim/server.hpp"
@@ -106,6 +108,7 @@ struct server::state {
   std::unique_ptr<rate_limiter> limiter;  // null when limit-rpm and limit-tpm are off; set before the workers start
   file_store files;                       // POST /v1/files and completed uploads; any thread
   upload_registry uploads;                // the Uploads API's open uploads; any thread
+  object_store objects{object_family_tree()};  // batches, vector stores, fine-tuning jobs, conversations; any thread
   stats snapshot() const;
 };
 

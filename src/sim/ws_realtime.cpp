@@ -169,7 +169,7 @@ task<response_end> serve_realtime(connection& c, const http::request<http::strin
   if (refused) co_return co_await write_simple(c, *refused);
 
   worker& w = c.owner;
-  const auto model = query_param(req.target(), "model");
+  const auto model = decoded_query_param(req.target(), "model");
   // The key numbers the worker's sessions: a fresh single-threaded sim gives the same ids each run.
   const std::uint64_t key = realtime_key(w.opts.seed, w.index, w.count.realtime_sessions.load() + 1);
   realtime_session r{c, websocket::stream<tcp::socket&>(c.socket),

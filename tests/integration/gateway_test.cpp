@@ -379,7 +379,7 @@ TEST_F(GatewayTest, MalformedAndWronglyTypedJsonGet400WithParam) {
 
 TEST_F(GatewayTest, UnknownRouteAndWrongMethod) {
   expect_openai_error(test::call(port_, verb::get, "/v1/nothing"), 404);
-  expect_openai_error(test::call(port_, verb::get, "/v1/chat/completions"), 405);
+  expect_openai_error(test::call(port_, verb::put, "/v1/chat/completions"), 405);  // GET lists stored ones (ADR 0027)
   expect_openai_error(test::call(port_, verb::post, "/v1/models", "{}"), 405);
 }
 

@@ -56,7 +56,8 @@ struct session {
 
 class Realtime : public ::testing::Test {
  protected:
-  void start(const std::string& keys = "", const std::string& sim_key = "", const std::string& gateway_key = "") {
+  void start(const std::string& keys = "", const std::string& sim_key = "", const std::string& gateway_key = "",
+             std::uint64_t max_message = 16 * 1024 * 1024) {
     sim::options so;
     so.listen = "127.0.0.1:0";
     so.tokens = 4;
@@ -70,6 +71,7 @@ class Realtime : public ::testing::Test {
     go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sp->port())};
     go.upstream.key_env = "SLUICE_TEST_NO_SUCH_KEY";
     if (!keys.empty()) go.admission.keys_file = test::temp_file_with(keys);
+    go.proxy.realtime_max_message_bytes = max_message;
     ASSERT_TRUE(go.validate().has_value());
     auto made = app::gateway::make(go, gateway_key);  // the gateway's own upstream key ("": none)
     ASSERT_TRUE(made.has_value()) << made.err().message;
@@ -151,4 +153,25 @@ TEST_F(Realtime, AnUpstreamThatRefusesTheGatewaysKeyIsTheGatewaysOwn502) {
   session s(port_, "/v1/realtime?model=gpt-realtime");
   EXPECT_EQ(s.response.result_int(), 502u);
   EXPECT_EQ(sim_->snapshot().realtime_sessions, 0u);
+}
+
+TEST_F(Realtime, AMessagePastRealtimeMaxMessageBytesEndsTheSessionCountedAsTheClients) {
+  start("", "", "", 64 * 1024);
+  session s(port_, "/v1/realtime?model=gpt-realtime");
+  ASSERT_FALSE(s.ec) << s.ec.message();
+  EXPECT_EQ(s.next_type(), "session.created");
+  const std::string small = R"({"type":"sim.echo","payload":")" + std::string(60 * 1024, 'a') + R"("})";
+  s.ws.write(test::net::buffer(small), s.ec);
+  EXPECT_TRUE(s.next() == small) << "under the bound: passed through";
+  const std::string big = R"({"type":"sim.echo","payload":")" + std::string(100 * 1024, 'a') + R"("})";
+  s.ws.write(test::net::buffer(big), s.ec);
+  // The gateway closes with 1009 while the client may still be writing: whether the client reads
+  // that close frame or a reset first is the network's race; that its session ends is not.
+  EXPECT_EQ(s.next(), "");
+  EXPECT_TRUE(s.ec) << "the session ended";
+  EXPECT_LT(test::wait_until([&] { return sim_->snapshot().realtime_open == 0; }).count(), 5000)
+      << "the upstream session ended with it";
+  EXPECT_LT(test::wait_until([&] {
+              return metric(R"(sluice_requests_total{outcome="client_error",route="realtime"})") == 1;
+            }).count(), 5000);
 }

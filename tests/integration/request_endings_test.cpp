@@ -234,7 +234,8 @@ TEST_F(request_endings, EveryEndingWritesOneLineAndOneCount) {
     EXPECT_EQ(test::call(g.port, verb::get, "/v1/nope", "", {{"x-request-id", "end-404"}}).result_int(), 404u);
   });
   check({"end-405", 405, "chat_completions", "client_error", "method_not_allowed", "request refused"}, [&] {
-    EXPECT_EQ(test::call(g.port, verb::get, "/v1/chat/completions", "", {{"x-request-id", "end-405"}}).result_int(), 405u);
+    // (GET lists stored chat completions: a route of its own, ADR 0027; PUT is none.)
+    EXPECT_EQ(test::call(g.port, verb::put, "/v1/chat/completions", "", {{"x-request-id", "end-405"}}).result_int(), 405u);
   });
   check({"end-408", 408, "other", "client_error", "header_timeout", "request refused"}, [&] {
     auto raw = raw_exchange(g.port, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nx-request-id: end-408\r\n");

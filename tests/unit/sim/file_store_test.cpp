@@ -151,8 +151,8 @@ TEST(SimFilesApi, ObjectsListsAndQueries) {
   EXPECT_EQ(boost::json::parse(sim::file_deleted_json("file-abc")).at("deleted"), true);
   EXPECT_EQ(sim::no_such_file("file-x").message, "No such File object: file-x");
 
-  EXPECT_EQ(sim::query_param("/v1/files?purpose=fine%2Dtune&limit=2", "purpose"), "fine-tune");
-  EXPECT_EQ(sim::query_param("/v1/files?a=1", "b"), std::nullopt);
+  EXPECT_EQ(sim::decoded_query_param("/v1/files?purpose=fine%2Dtune&limit=2", "purpose"), "fine-tune");
+  EXPECT_EQ(sim::decoded_query_param("/v1/files?a=1", "b"), std::nullopt);
   auto q = sim::parse_file_list_query("/v1/files?limit=2&purpose=batch");
   ASSERT_TRUE(q);
   EXPECT_EQ(q->limit, 2u);
