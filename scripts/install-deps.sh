@@ -46,8 +46,10 @@ done
 
 if $build_only; then echo "install-deps: ok (build only)"; exit 0; fi
 
-# The official OpenAI SDK with zod, and the official Anthropic SDK, as real clients for e2e tests (pinned in tests/e2e/package.json).
-if [ ! -d tests/e2e/node_modules/openai ] || [ ! -d tests/e2e/node_modules/zod ] || [ ! -d tests/e2e/node_modules/@anthropic-ai/sdk ]; then
+# The official OpenAI SDK with zod, and the official Anthropic SDK, as real clients for e2e tests, and
+# `ws`, the WebSocket package the OpenAI SDK's Realtime client needs (pinned in tests/e2e/package.json).
+if [ ! -d tests/e2e/node_modules/openai ] || [ ! -d tests/e2e/node_modules/zod ] || [ ! -d tests/e2e/node_modules/@anthropic-ai/sdk ] ||
+   [ ! -d tests/e2e/node_modules/ws ]; then
   (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
 fi
 echo "install-deps: ok"
