@@ -46,6 +46,15 @@ void count_connect(services& svc, request_context& ctx, duration d) {
   ctx.overhead_seconds += s;
 }
 
+// An attempt that brought no answer to pass on: its outcome, and the exchange's failure.
+attempt_outcome failed(attempt_outcome out, attempt_kind kind, const error& e, exchange& x) {
+  out.kind = kind;
+  out.failure = e.code;
+  out.retryable = e.retryable;
+  x.failure = e;
+  return out;
+}
+
 // A whole answer a streamed route reads at once (for its usage): JSON of a known, small length.
 bool small_json_answer(const bhttp::fields& head) {
   constexpr std::uint64_t small = 256 * 1024;
@@ -259,11 +268,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
   if (!r) {
     if (r.err().code == errc::cancelled || ctx.cancel.cancelled()) co_return attempt_outcome{attempt_kind::cancelled};
     cfg_.svc.upstreams.responded(idx, 0);
-    out.kind = attempt_kind::send_failed;
-    out.failure = r.err().code;
-    out.retryable = r.err().retryable;
-    x.failure = r.err();
-    co_return out;
+    co_return failed(out, attempt_kind::send_failed, r.err(), x);
   }
   x.response = std::move(*r);
   x.status = x.response->status();
@@ -283,10 +288,7 @@ task<attempt_outcome> pipeline::attempt(request_context& ctx, upstream_call& cal
     if (!b) {
       if (b.err().code == errc::cancelled || ctx.cancel.cancelled()) co_return attempt_outcome{attempt_kind::cancelled};
       x.response.reset();
-      out.kind = attempt_kind::body_failed;
-      out.failure = b.err().code;
-      x.failure = b.err();
-      co_return out;
+      co_return failed(out, attempt_kind::body_failed, b.err(), x);
     }
     x.body = std::move(*b);
   }

@@ -84,8 +84,6 @@ class pipeline final : public http::request_handler, public job_runner {
   std::optional<error> parse(request_context& ctx, const http::request& req);
   // A client's Responses stream that is recorded for resume (store-streams, not store: false).
   bool records_stream(const request_context& ctx) const noexcept;
-  // /v1/responses/{id}[/cancel]: the id and the method.
-  std::optional<error> parse_stored(request_context& ctx, const http::request& req, std::string_view rest);
   // Client key and its limits; answers the 401/429 itself (false).
   task<bool> authenticate(request_context& ctx, const http::request& req, admission_ticket& t);
   // A slot from the bounded queue (or the memory shed); answers the refusal itself (false).

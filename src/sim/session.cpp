@@ -199,15 +199,11 @@ task<response_end> route(connection& c, const http::request<http::string_body>& 
   const bool post = req.method() == http::verb::post, get = req.method() == http::verb::get;
 
   if (is_azure_path(target)) co_return co_await route_azure(c, req, keep);
-  auto refused = refusal(c.owner.opts, req, target, keep);
-  if (refused) co_return co_await write_simple(c, *refused);
+  if (auto refused = refusal(c.owner.opts, req, target, keep)) co_return co_await write_simple(c, *refused);
   if (is_media_path(target)) co_return co_await route_media(c, req, target);
   if (is_realtime_path(target)) co_return co_await serve_realtime(c, req);
   if (const auto kind = completion_api(target)) {
-    if (post) {
-      auto end = co_await serve_completion(c, *kind, req);
-      co_return end;
-    }
+    if (post) co_return co_await serve_completion(c, *kind, req);
   } else if (target == "/v1/messages/count_tokens") {
     if (post) {
       auto body = count_tokens_body(req.body());
