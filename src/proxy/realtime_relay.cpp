@@ -95,6 +95,7 @@ enum class side : std::uint8_t { none, client, upstream };
 struct pump_end {
   bool closed = false;   // a close frame ended it (else an error)
   bool too_big = false;  // a message past read_message_max (Beast closed that side with 1009)
+  bool idle = false;     // Beast's idle timeout: silent, its pings unanswered
   websocket::close_reason reason;
 };
 
@@ -106,7 +107,9 @@ task<pump_end> pump(From& from, To& to, std::uint64_t& moved) {
   while (true) {
     error_code ec;
     const std::size_t n = co_await from.async_read_some(net::buffer(piece), ec_out(ec));
-    if (ec) co_return pump_end{ec == websocket::error::closed, ec == websocket::error::message_too_big, from.reason()};
+    if (ec)
+      co_return pump_end{ec == websocket::error::closed, ec == websocket::error::message_too_big,
+                         ec == beast::error::timeout, from.reason()};
     if (!mid_message) to.binary(from.got_binary());
     const bool last = from.is_message_done();
     co_await to.async_write_some(last, net::buffer(piece.data(), n), ec_out(ec));
@@ -150,6 +153,7 @@ task<realtime_end> bridge(Up& up, tcp::socket& client, const http::request& req,
   end.client_closed = first == side::client;
   end.upstream_failed = first == side::upstream && !to_down.closed;
   end.too_big = to_up.too_big;
+  end.idle = to_up.idle || to_down.idle;
   co_return end;
 }
 

@@ -43,6 +43,7 @@ struct realtime_end {
   bool client_closed = false;    // the client closed (a close frame) or left
   bool upstream_failed = false;  // the upstream's connection broke (not a close frame)
   bool too_big = false;          // the client sent a message past realtime-max-message-bytes (1009)
+  bool idle = false;             // a side stayed silent past realtime-idle-timeout, pings unanswered
   std::uint64_t bytes_to_client = 0, bytes_to_upstream = 0;
 };
 

@@ -20,7 +20,11 @@ void account_session(request_context& ctx, routing::lease& lease, const realtime
   end.upstream = lease.upstream().spec.name;
   end.bytes_out = r.bytes_to_client;
   end.written = true;
-  if (r.too_big) {  // realtime-max-message-bytes: the client's fault, not the upstream's
+  if (r.idle) {  // realtime-idle-timeout: a side that went silent
+    lease.succeeded();
+    end.outcome = obs::outcome::timeout;
+    end.reason = "idle_timeout";
+  } else if (r.too_big) {  // realtime-max-message-bytes: the client's fault, not the upstream's
     lease.succeeded();
     end.outcome = obs::outcome::client_error;
     end.reason = "message_too_big";

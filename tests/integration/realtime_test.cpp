@@ -57,7 +57,7 @@ struct session {
 class Realtime : public ::testing::Test {
  protected:
   void start(const std::string& keys = "", const std::string& sim_key = "", const std::string& gateway_key = "",
-             std::uint64_t max_message = 16 * 1024 * 1024) {
+             std::uint64_t max_message = 16 * 1024 * 1024, duration idle = std::chrono::seconds(60)) {
     sim::options so;
     so.listen = "127.0.0.1:0";
     so.tokens = 4;
@@ -72,6 +72,7 @@ class Realtime : public ::testing::Test {
     go.upstream.key_env = "SLUICE_TEST_NO_SUCH_KEY";
     if (!keys.empty()) go.admission.keys_file = test::temp_file_with(keys);
     go.proxy.realtime_max_message_bytes = max_message;
+    go.proxy.realtime_idle_timeout = idle;
     ASSERT_TRUE(go.validate().has_value());
     auto made = app::gateway::make(go, gateway_key);  // the gateway's own upstream key ("": none)
     ASSERT_TRUE(made.has_value()) << made.err().message;
@@ -174,4 +175,18 @@ TEST_F(Realtime, AMessagePastRealtimeMaxMessageBytesEndsTheSessionCountedAsTheCl
   EXPECT_LT(test::wait_until([&] {
               return metric(R"(sluice_requests_total{outcome="client_error",route="realtime"})") == 1;
             }).count(), 5000);
+}
+
+// realtime-idle-timeout: a client that neither sends nor answers the gateway's pings (it stopped
+// reading) ends its session, the upstream's with it, counted as a timeout.
+TEST_F(Realtime, AClientSilentPastTheIdleTimeoutEndsTheSession) {
+  start("", "", "", 16 * 1024 * 1024, std::chrono::milliseconds(400));
+  session s(port_, "/v1/realtime?model=gpt-realtime");
+  ASSERT_FALSE(s.ec) << s.ec.message();
+  EXPECT_EQ(s.next_type(), "session.created");
+  ASSERT_EQ(sim_->snapshot().realtime_open, 1u);
+  // No read from here: the gateway's pings go unanswered.
+  EXPECT_LT(test::wait_until([&] { return sim_->snapshot().realtime_open == 0; }).count(), 5000);
+  EXPECT_LT(test::wait_until([&] { return metric(R"(sluice_requests_total{outcome="timeout",route="realtime"})") == 1; }).count(),
+            5000);
 }

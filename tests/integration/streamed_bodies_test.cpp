@@ -97,6 +97,14 @@ class StreamedBodies : public ::testing::Test {
  protected:
   void start(std::uint64_t max_upload = 64ull * 1024 * 1024, const std::string& keys = "",
              std::vector<std::string> upstreams = {}) {
+    start_with([&](app::serve_options& go) {
+      go.proxy.max_upload_bytes = max_upload;
+      if (!keys.empty()) go.admission.keys_file = test::temp_file_with(keys);
+      if (!upstreams.empty()) go.upstream.urls = upstreams;
+    });
+  }
+  // The simulator and a gateway in front of it, with `adjust` applied to the gateway's options.
+  void start_with(const std::function<void(app::serve_options&)>& adjust) {
     sim::options so;
     so.listen = "127.0.0.1:0";
     so.tokens = 3;
@@ -107,10 +115,10 @@ class StreamedBodies : public ::testing::Test {
     app::serve_options go;
     go.http.listen = "127.0.0.1:0";
     go.http.threads = 1;
-    go.upstream.urls = upstreams.empty() ? std::vector<std::string>{"http://127.0.0.1:" + std::to_string(sim_port_)} : upstreams;
+    go.upstream.urls = {"http://127.0.0.1:" + std::to_string(sim_port_)};
     go.upstream.key_env = "SLUICE_TEST_NO_SUCH_KEY";
-    go.proxy.max_upload_bytes = max_upload;
-    if (!keys.empty()) go.admission.keys_file = test::temp_file_with(keys);
+    go.proxy.max_upload_bytes = 64ull * 1024 * 1024;
+    adjust(go);
     ASSERT_TRUE(go.validate().has_value());
     auto made = app::gateway::make(go, "");
     ASSERT_TRUE(made.has_value()) << made.err().message;
@@ -265,4 +273,40 @@ TEST_F(StreamedBodies, AnUploadThatReachedAnUpstreamIsNeverSentAgainButAReadIsRe
   EXPECT_EQ(read.result_int(), 503u);
   EXPECT_GT(std::stoul(std::string(read["x-sluice-attempts"])), 1u) << "a GET may be asked again";
   EXPECT_EQ(failing.requests().size(), 1u + std::stoul(std::string(read["x-sluice-attempts"])));
+}
+
+// body-timeout is a streamed upload's per-piece deadline: a client that stops mid-body gets a 408,
+// and the upstream's half-sent upload ends with it.
+TEST_F(StreamedBodies, AnUploadThatStallsPastBodyTimeoutIsA408AndFreesTheUpstream) {
+  start_with([](app::serve_options& go) { go.http.body_timeout = std::chrono::milliseconds(300); });
+  test::client_socket c(port_);
+  c.send(upload_head("/v1/files", 4 * 1024 * 1024));
+  const std::string part = multipart({{"purpose", "batch"}}, "file", "x.bin", pattern_bytes(256 * 1024));
+  c.send(std::string_view(part).substr(0, 200 * 1024));
+  const std::string answer = c.read_all();  // the gateway answers, then closes
+  EXPECT_NE(answer.find(" 408 "), std::string::npos) << answer.substr(0, 200);
+  EXPECT_LT(test::wait_until([&] { return sim_->snapshot().uploads_aborted == 1; }).count(), 5000);
+  EXPECT_EQ(sim_->snapshot().files_stored, 0u);
+}
+
+// A client that leaves mid-download: the upstream's download stops at once (its connection is
+// closed), and the request is counted as the client's leaving.
+TEST_F(StreamedBodies, AClientThatLeavesMidDownloadStopsTheUpstream) {
+  start();
+  {
+    test::client_socket c(port_);
+    const std::string body = R"({"model":"tts-1","input":"hi","voice":"alloy"})";
+    c.send("POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-sim-speech-bytes: 64MiB\r\n"
+           "x-sim-speech-rate: 1MiB\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    char buf[4096];
+    boost::system::error_code ec;
+    c.sock.read_some(test::net::buffer(buf), ec);  // the download has begun
+    ASSERT_FALSE(ec) << ec.message();
+    c.close();
+  }
+  EXPECT_LT(test::wait_until([&] {
+              return metric(port_, R"(sluice_requests_total{outcome="cancelled",route="audio"})") == 1;
+            }).count(), 5000);
+  const auto sent = sim_->snapshot().download_bytes;
+  EXPECT_LT(sent, 8u * 1024 * 1024) << "the upstream stopped long before its 64 MiB";
 }
