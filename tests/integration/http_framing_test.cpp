@@ -292,10 +292,13 @@ TEST_F(http_framing, refused_chunked_upload_costs_at_most_the_cap_and_its_413_is
   const std::uint64_t rise_kib = peak > rss_before ? peak - rss_before : 0;
   RecordProperty("rss_rise_kib", std::to_string(rise_kib));
   // cap (4096 KiB) + the small first body buffer (64 KiB) + read buffers and the coroutine's
-  // allocations; 1 MiB of slack for the allocator (2 MiB under ASan, whose redzones and
-  // quarantine of freed blocks count in RSS: 5.2 MiB seen there). Before the fix: ~7.5-8 MiB.
+  // allocations; 1 MiB of slack for the allocator (Release: 4,112 KiB seen at 0536ffbc). Under
+  // ASan, whose redzones and quarantine of freed blocks count in RSS, the rise is larger and
+  // noisier (5.2 MiB seen before the streamed-body seam, 6.4-7.6 MiB after it while Release stayed
+  // at cap + 16 KiB): its bound is the cap's double. Before the fix (doubling growth): ~7.5-8 MiB
+  // in Release.
 #if defined(__SANITIZE_ADDRESS__)
-  constexpr std::uint64_t slack_kib = 2048;
+  constexpr std::uint64_t slack_kib = 4096;
 #else
   constexpr std::uint64_t slack_kib = 1024;
 #endif
