@@ -140,6 +140,9 @@ result<control_update> parse_control(std::string_view body, const options& opts)
           auto x = number(v);
           if (!x || !(*x >= 0 && *x <= 1)) return bad(param, "expected a number in 0..1");
           u.kv_cache_usage = *x;
+        } else if (name == "paused") {
+          if (!v.is_bool()) return bad(param, "expected true or false");
+          u.paused = v.get_bool();
         } else {
           return bad(param, "unknown field");
         }
@@ -175,6 +178,8 @@ result<void> control_state::apply(control_update u) {
   if (u.waiting) engine_.waiting = *u.waiting;
   if (u.deferred) engine_.deferred = *u.deferred;
   if (u.kv_cache_usage) engine_.kv_cache_usage = *u.kv_cache_usage;
+  if (u.paused) engine_.paused = *u.paused;
+  paused_.store(engine_.paused, std::memory_order_release);
   for (auto& e : u.script) script_.push_back(std::move(e));
   size_.store(script_.size(), std::memory_order_release);
   return ok;
@@ -206,7 +211,7 @@ std::string control_state::to_json() const {
   std::string out = "{\"script_remaining\":" + std::to_string(remaining) +
                     ",\"engine\":{\"waiting\":" + std::to_string(e.waiting) + ",\"kv_cache_usage\":";
   append_double(out, e.kv_cache_usage);
-  out += ",\"deferred\":" + std::to_string(e.deferred) + "}}";
+  out += ",\"deferred\":" + std::to_string(e.deferred) + ",\"paused\":" + (e.paused ? "true" : "false") + "}}";
   return out;
 }
 

@@ -27,6 +27,9 @@ struct engine_values {
   std::uint64_t waiting = 0;    // vllm:num_requests_waiting
   double kv_cache_usage = 0;    // 0..1: vllm:gpu_cache_usage_perc, vllm:kv_cache_usage_perc, llamacpp:kv_cache_usage_ratio
   std::uint64_t deferred = 0;   // llamacpp:requests_deferred
+  // A paused engine: every stream that opens holds after its head, before its first token, until
+  // the engine resumes (a stalled engine, and a barrier that makes streams overlap for certain).
+  bool paused = false;
 };
 
 // One script entry: each field is the text of the x-sim-* header it stands for; empty = not given.
@@ -43,6 +46,7 @@ struct control_update {
   bool clear = false;  // applied before the other fields
   std::optional<std::uint64_t> waiting, deferred;
   std::optional<double> kv_cache_usage;
+  std::optional<bool> paused;
   std::vector<script_entry> script;
 };
 
@@ -59,6 +63,8 @@ class control_state {
   std::optional<script_entry> pop();
   std::size_t script_remaining() const noexcept { return size_.load(std::memory_order_acquire); }
   engine_values engine() const;
+  // engine().paused without the lock (the streams' hot path).
+  bool paused() const noexcept { return paused_.load(std::memory_order_acquire); }
   // {"script_remaining":N,"engine":{"waiting":..,"kv_cache_usage":..,"deferred":..}}
   std::string to_json() const;
 
@@ -66,6 +72,7 @@ class control_state {
   mutable std::mutex mu_;
   std::deque<script_entry> script_;
   std::atomic<std::size_t> size_{0};  // script_.size(), readable without the lock
+  std::atomic<bool> paused_{false};   // engine_.paused, readable without the lock
   engine_values engine_;
 };
 

@@ -105,6 +105,17 @@ task<void> stall(exchange& x) {
   co_await x.timer.async_wait(ec_out(ec));
 }
 
+// Holds while the engine is paused; false when the peer left (or the server stops) meanwhile.
+task<bool> hold_while_paused(exchange& x) {
+  while (x.c.owner.shared.control.paused()) {
+    error_code ec;
+    co_await x.c.owner.held_streams.async_wait(ec_out(ec));
+    auto state = co_await net::this_coro::cancellation_state;
+    if (state.cancelled() != net::cancellation_type::none) co_return false;
+  }
+  co_return true;
+}
+
 void set_ratelimit_headers(http::response<http::string_body>& res, const rate_decision* d, api kind) {
   if (!d) return;
   for (const auto& [name, value] : ratelimit_headers(*d, kind)) res.set(name, value);
@@ -318,6 +329,8 @@ task<void> respond_stream(exchange& x) {
   x.c.owner.count.count_status(200);
   // Headers go out before the first token, as a real upstream sends them.
   ok = co_await flush(x);
+  if (!ok) co_return;
+  ok = co_await hold_while_paused(x);
   if (!ok) co_return;
   ok = co_await pause(x, x.s.ttft);
   if (!ok) co_return;

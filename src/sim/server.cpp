@@ -64,7 +64,8 @@ connection::connection(tcp::socket s, worker& w) : socket(std::move(s)), owner(w
 connection::~connection() { counters::dec(owner.count.active_connections); }
 
 worker::worker(net::io_context& c, std::size_t i, const options& o, server::state& s, counters& n)
-    : ctx(c), index(i), opts(o), shared(s), count(n), acceptor(c), fault_rng(o.seed * 0x2545f4914f6cdd1dull + i + 1) {}
+    : ctx(c), index(i), opts(o), shared(s), count(n), acceptor(c),
+      held_streams(c, net::steady_timer::time_point::max()), fault_rng(o.seed * 0x2545f4914f6cdd1dull + i + 1) {}
 
 double worker::next_uniform() noexcept {
   std::uint64_t z = (fault_rng += 0x9e3779b97f4a7c15ull);
@@ -204,10 +205,20 @@ stats server::snapshot() const { return state_->snapshot(); }
 
 std::uint16_t server::port() const { return state_->bound.port(); }
 
+result<void> server::state::apply_control(control_update u) {
+  const bool may_resume = u.clear || u.paused == false;
+  auto applied = control.apply(std::move(u));
+  // A held stream rechecks the flag when woken, so waking one still paused is harmless; the flag is
+  // stored before the post, so a stream that checks it after the cancel has run sees it clear.
+  if (applied && may_resume)
+    for (auto& w : workers) net::post(w->ctx, [p = w.get()] { p->held_streams.cancel(); });
+  return applied;
+}
+
 result<void> server::control(std::string_view json_body) {
   auto u = parse_control(json_body, state_->opts);
   if (!u) return std::move(u).err();
-  return state_->control.apply(std::move(*u));
+  return state_->apply_control(std::move(*u));
 }
 
 std::size_t server::script_remaining() const { return state_->control.script_remaining(); }

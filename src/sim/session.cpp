@@ -97,7 +97,7 @@ http::response<http::string_body> control_response(worker& w, const http::reques
   if (req.method() == http::verb::post) {
     auto u = parse_control(req.body(), w.opts);
     result<void> applied = ok;
-    if (u) applied = w.shared.control.apply(std::move(*u));
+    if (u) applied = w.shared.apply_control(std::move(*u));
     const error* e = !u ? &u.err() : !applied ? &applied.err() : nullptr;
     if (e) return make_error(400, keep_alive, e->message, "invalid_request_error", e->param);
   }

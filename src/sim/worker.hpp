@@ -87,6 +87,8 @@ struct worker {
   server::state& shared;  // control and limiter are thread-safe; the rest is read-only while running
   counters& count;  // owned by server::state so the figures outlive stop()
   tcp::acceptor acceptor;
+  // Streams of a paused engine wait on it (it never expires); resuming cancels it, waking them all.
+  net::steady_timer held_streams;
   boost::intrusive::list<connection, boost::intrusive::constant_time_size<false>> connections;
   std::uint64_t fault_rng;   // per-thread PRNG state for the fault rates
   bool stopping = false;
@@ -110,6 +112,8 @@ struct server::state {
   upload_registry uploads;                // the Uploads API's open uploads; any thread
   object_store objects{object_family_tree()};  // batches, vector stores, fine-tuning jobs, conversations; any thread
   stats snapshot() const;
+  // Applies a control update; one that may have resumed the engine wakes every worker's held streams.
+  result<void> apply_control(control_update u);
 };
 
 // The coroutines spawned per listener and per connection (by value: they own their arguments).

@@ -115,7 +115,9 @@ TEST(Resilience, StallBeforeHeadersGives504AtTheFirstByteTimeout) {
   EXPECT_NE(res.body().find("upstream_timeout"), std::string::npos);
   EXPECT_EQ(header(res, "x-sluice-attempts"), "1");
   EXPECT_GE(took, 0.9);
-  EXPECT_LE(took, 1.1);
+  // Bounded by what a wrong gateway would give (the upstream's 10 s), not by a busy machine's
+  // timer slack: a sanitizer build on 2 loaded cores has woken timers 700 ms late.
+  EXPECT_LT(took, 5.0) << "at the first-byte timeout, not at the upstream's 10 s head";
 }
 
 TEST(Resilience, StallBeforeHeadersFailsOverInsideTheTotalDeadline) {
@@ -151,7 +153,7 @@ TEST(Resilience, TheTotalDeadlineBoundsEveryAttemptTogether) {
   double took = seconds_since(t0);
   EXPECT_EQ(res.result_int(), 504u) << res.body();
   EXPECT_GE(took, 0.9);
-  EXPECT_LE(took, 1.3);
+  EXPECT_LT(took, 4.0) << "the total deadline, not 5 attempts of 5 s";
 }
 
 TEST(Resilience, StallMidStreamGivesAnInBandErrorAfterTheIdleTimeout) {
@@ -167,7 +169,7 @@ TEST(Resilience, StallMidStreamGivesAnInBandErrorAfterTheIdleTimeout) {
   EXPECT_NE(res.body().find("upstream_timeout"), std::string::npos) << res.body();
   EXPECT_EQ(res.body().find("[DONE]"), std::string::npos);
   EXPECT_GE(took, 0.45);
-  EXPECT_LE(took, 1.5);
+  EXPECT_LT(took, 4.5) << "at the idle timeout; the upstream never ends this stall";
 }
 
 TEST(Resilience, A429BurstIsAbsorbedHonouringRetryAfter) {

@@ -70,6 +70,7 @@ TEST(SimControl, BadBodiesNameTheField) {
                              bad_case{R"({"engine":{"kv_cache_usage":1.5}})", "engine.kv_cache_usage"},
                              bad_case{R"({"engine":{"waiting":-2}})", "engine.waiting"},
                              bad_case{R"({"engine":{"queue":1}})", "engine.queue"},
+                             bad_case{R"({"engine":{"paused":1}})", "engine.paused"},
                              bad_case{R"({"clear":"yes"})", "clear"},
                              bad_case{R"({"scrip":[]})", "scrip"}}) {
     auto u = sim::parse_control(body, sim::options{});
@@ -84,11 +85,12 @@ TEST(SimControl, BadBodiesNameTheField) {
 
 TEST(SimControl, StateAppliesClearFirstAndPopsInOrder) {
   sim::control_state st;
-  EXPECT_EQ(st.to_json(), R"({"script_remaining":0,"engine":{"waiting":0,"kv_cache_usage":0,"deferred":0}})");
+  EXPECT_EQ(st.to_json(), R"({"script_remaining":0,"engine":{"waiting":0,"kv_cache_usage":0,"deferred":0,"paused":false}})");
   ASSERT_TRUE(st.apply(parsed(R"({"engine":{"waiting":4,"kv_cache_usage":0.75},"script":[{"status":500},{"status":501}]})")));
-  ASSERT_TRUE(st.apply(parsed(R"({"engine":{"deferred":2},"script":[{"status":502}]})")));
+  ASSERT_TRUE(st.apply(parsed(R"({"engine":{"deferred":2,"paused":true},"script":[{"status":502}]})")));
   EXPECT_EQ(st.script_remaining(), 3u);
-  EXPECT_EQ(st.to_json(), R"({"script_remaining":3,"engine":{"waiting":4,"kv_cache_usage":0.75,"deferred":2}})");
+  EXPECT_EQ(st.to_json(), R"({"script_remaining":3,"engine":{"waiting":4,"kv_cache_usage":0.75,"deferred":2,"paused":true}})");
+  EXPECT_TRUE(st.paused());
   EXPECT_EQ(st.pop()->status, "500");
 
   // clear empties the script and resets the engine before the body's own fields apply.
@@ -98,6 +100,8 @@ TEST(SimControl, StateAppliesClearFirstAndPopsInOrder) {
   EXPECT_EQ(e.waiting, 1u);
   EXPECT_EQ(e.kv_cache_usage, 0);
   EXPECT_EQ(e.deferred, 0u);
+  EXPECT_FALSE(e.paused);
+  EXPECT_FALSE(st.paused()) << "clear resumes a paused engine";
   EXPECT_EQ(st.pop()->status, "503");
   EXPECT_FALSE(st.pop().has_value());
   EXPECT_EQ(st.script_remaining(), 0u);
