@@ -1,7 +1,6 @@
 #include "admission/pod_key_limits.hpp"
 
 #include <numeric>
-#include <stdexcept>
 #include <string>
 
 namespace sluice::admission {
@@ -25,28 +24,31 @@ void reconfigure(std::optional<token_bucket>& b, std::uint64_t limit, token_buck
 
 }  // namespace
 
-pod_key_limits::pod_key_limits(client_keys keys, pod_keys& table, std::size_t worker, std::uint32_t generation,
-                               now_fn now)
+pod_key_limits::pod_key_limits(client_keys keys, std::size_t worker, now_fn now)
     : keys_(std::move(keys)),
       worker_(worker),
       now_(now ? std::move(now) : now_fn([] { return client_keys::clock::now(); })),
-      rows_(keys_.size(), nullptr) {
-  if (!runtime::is_pod_worker_row(worker_))  // never folded onto another worker's row
-    throw std::invalid_argument("worker row " + std::to_string(worker_) + " is not one of the pod's " +
-                                std::to_string(runtime::pod_worker_rows));
-  const auto t = now_();
-  for (std::size_t i = 0; i < keys_.size(); ++i) {
-    const auto k = keys_.at(i);
+      rows_(keys_.size(), nullptr) {}
+
+result<pod_key_limits> pod_key_limits::attach(client_keys keys, pod_keys& table, std::size_t worker,
+                                              std::uint32_t generation, now_fn now) {
+  constexpr std::string_view what = "keys with limits", advice = "use --redis";
+  // Checked before any key: a worker row out of range is refused even without keys that need rows.
+  if (!runtime::is_pod_worker_row(worker)) return runtime::pod_rows_error(worker, pod_key_rows, what, advice);
+  pod_key_limits l(std::move(keys), worker, std::move(now));
+  const auto t = l.now_();
+  for (std::size_t i = 0; i < l.keys_.size(); ++i) {
+    const auto k = l.keys_.at(i);
     if (k.max_streams() == 0 && k.rpm() == 0 && k.tpm() == 0) continue;
     auto set_up = [&](pod_key_row& r) {
       reconfigure(r.requests, k.rpm(), t);
       reconfigure(r.tokens, k.tpm(), t);
     };
-    rows_[i] = table.attach(keys_.digest(i), worker_, generation, set_up, set_up);
-    if (rows_[i] == nullptr)
-      throw std::invalid_argument("keys-file: more keys with limits than a pod of --processes holds (" +
-                               std::to_string(pod_key_rows) + " across the generations alive; use --redis)");
+    auto row = table.attach_or_error(l.keys_.digest(i), worker, generation, set_up, set_up, what, advice);
+    if (!row) return error::make(errc::bad_request, "keys-file: " + row.err().message);
+    l.rows_[i] = *row;
   }
+  return l;
 }
 
 std::size_t pod_key_limits::shared_keys() const noexcept {

@@ -52,9 +52,10 @@ class pod_key_limits final : public key_limits {
   using now_fn = client_keys::now_fn;
 
   // `keys`: this generation's keys file as loaded. Attaches worker row `worker` of `generation` to
-  // a row of `table` for every key with a limit; throws std::invalid_argument when the table is full
-  // or `worker` is not a worker row (runtime::is_pod_worker_row).
-  pod_key_limits(client_keys keys, pod_keys& table, std::size_t worker, std::uint32_t generation, now_fn now = {});
+  // a row of `table` for every key with a limit; an error when the table is full or `worker` is not
+  // a worker row (runtime::is_pod_worker_row). Moved only before its first permit.
+  static result<pod_key_limits> attach(client_keys keys, pod_keys& table, std::size_t worker,
+                                       std::uint32_t generation, now_fn now = {});
 
   result<key_handle> authenticate_header(std::string_view authorization) const override {
     return keys_.authenticate_header(authorization);
@@ -70,6 +71,7 @@ class pod_key_limits final : public key_limits {
   std::size_t shared_keys() const noexcept;
 
  private:
+  pod_key_limits(client_keys keys, std::size_t worker, now_fn now);
   void release(detail::key_entry& e, const permit_usage& u) noexcept override;
 
   client_keys keys_;

@@ -6,7 +6,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <stdexcept>
 #include <thread>
 
 #include "config/option_table.hpp"
@@ -101,21 +100,6 @@ class gateway::admin_handler final : public http::request_handler {
   proxy::pipeline& p_;
 };
 
-namespace {
-// The pod's shared tables refuse a worker whose upstreams or client keys need more rows than they
-// hold with std::invalid_argument (routing's pod_budget and circuits, admission's pod_key_limits):
-// here, the one place it meets the gateway, it becomes the error the gateway returns.
-template <class Build>
-result<void> built_within_pod_tables(Build&& build) {
-  try {
-    build();
-  } catch (const std::invalid_argument& e) {
-    return error::make(errc::bad_request, e.what());
-  }
-  return ok;
-}
-}  // namespace
-
 result<std::unique_ptr<gateway>> gateway::make(serve_options opts, std::string upstream_key,
                                                admission::memory_budget::rss_source rss_source, pod_link pod) {
   if (auto r = opts.finish_routing(); !r) return std::move(r).err();
@@ -150,24 +134,25 @@ result<void> gateway::build_router(const std::string& upstream_key) {
   if (mode_.shared_limits) {
     if (auto r = prepare_shared_limits(); !r) return r;
     budgets = [ctx = budgets_.get()](const routing::upstream_spec& s,
-                                     routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
-      return std::make_unique<routing::shared_budget>(s, now, *ctx);
+                                     routing::time_point now) -> result<std::unique_ptr<routing::rate_budget>> {
+      return std::unique_ptr<routing::rate_budget>(std::make_unique<routing::shared_budget>(s, now, *ctx));
     };
   } else if (mode_.pod_worker) {  // a worker of --processes N: each upstream's budget is the pod's
-    budgets = [pod = pod_](const routing::upstream_spec& s, routing::time_point now) -> std::unique_ptr<routing::rate_budget> {
-      return std::make_unique<routing::pod_budget>(s, now, pod.pod->budgets, pod.row,
-                                                   pod.pod->workers[pod.row].generation.load());
+    budgets = [pod = pod_](const routing::upstream_spec& s,
+                           routing::time_point now) -> result<std::unique_ptr<routing::rate_budget>> {
+      auto b = routing::pod_budget::attach(s, now, pod.pod->budgets, pod.row, pod.pod->workers[pod.row].generation.load());
+      if (!b) return std::move(b).err();
+      return std::unique_ptr<routing::rate_budget>(std::move(*b));
     };
   }
   // A worker of --processes N shares its upstreams' circuits with the pod's other workers (with
   // --redis too: the fleet shares no circuit, the pod does).
   routing::circuit_place circuits;
   if (mode_.pod_worker) circuits = {&pod_.pod->circuits, pod_.row, pod_.pod->workers[pod_.row].generation.load()};
-  auto made = built_within_pod_tables([&] {
-    router_ = std::make_unique<routing::router>(opts_.routing, authorizations(opts_, upstream_key),
-                                                std::chrono::steady_clock::now(), std::move(budgets), circuits);
-  });
-  if (!made) return made;
+  auto made = routing::router::make(opts_.routing, authorizations(opts_, upstream_key), std::chrono::steady_clock::now(),
+                                    std::move(budgets), circuits);
+  if (!made) return std::move(made).err();
+  router_ = std::move(*made);
   bool any_tls = false;
   for (std::size_t i = 0; i < router_->size(); ++i) any_tls = any_tls || router_->at(i).target.tls;
   for (const auto& u : opts_.routing.upstreams) any_tls = any_tls || u.engine_metrics.rfind("https://", 0) == 0;
@@ -194,11 +179,10 @@ result<void> gateway::build_key_limits() {
   }
   if (mode_.shared_limits) return build_shared_limits();
   if (mode_.keys == key_limits_place::pod) {
-    auto made = built_within_pod_tables([&] {
-      pod_keys_ = std::make_unique<admission::pod_key_limits>(std::move(*keys_), pod_.pod->keys, pod_.row,
-                                                              pod_.pod->workers[pod_.row].generation.load());
-    });
-    if (!made) return made;
+    auto made = admission::pod_key_limits::attach(std::move(*keys_), pod_.pod->keys, pod_.row,
+                                                  pod_.pod->workers[pod_.row].generation.load());
+    if (!made) return std::move(made).err();
+    pod_keys_ = std::make_unique<admission::pod_key_limits>(std::move(*made));
     keys_.reset();
   }
   return ok;

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -62,15 +63,12 @@ option_table& option_table::add(std::string name, std::string help, double& targ
   std::ostringstream def;
   def << target;
   return add_custom({std::move(name), std::move(help), def.str(), [&target](std::string_view v) -> result<void> {
-                       try {
-                         std::size_t used = 0;
-                         double x = std::stod(std::string(v), &used);
-                         if (used != v.size() || !(x >= 0)) throw std::invalid_argument("x");
-                         target = x;
-                         return ok;
-                       } catch (const std::exception&) {
+                       double x = 0;
+                       auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+                       if (ec != std::errc() || p != v.data() + v.size() || !std::isfinite(x) || !(x >= 0))
                          return error::make(errc::bad_request, "expected a non-negative number, got '" + std::string(v) + "'");
-                       }
+                       target = x;
+                       return ok;
                      }});
 }
 

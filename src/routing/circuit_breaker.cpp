@@ -1,7 +1,6 @@
 #include "routing/circuit_breaker.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
 namespace sluice::routing {
@@ -106,18 +105,16 @@ void circuit_core::release_probe() {
 
 circuit_breaker::circuit_breaker(circuit_settings s) : s_(s) { core_.next_open_time = s.open_time; }
 
-circuit_breaker::circuit_breaker(circuit_settings s, const runtime::row_identity& upstream, pod_circuits& table,
-                                 std::size_t worker, std::uint32_t generation)
-    : s_(s), worker_(static_cast<std::int32_t>(worker)) {
-  if (!runtime::is_pod_worker_row(worker))  // never folded onto another worker's row
-    throw std::invalid_argument("worker row " + std::to_string(worker) + " is not one of the pod's " +
-                                std::to_string(runtime::pod_worker_rows));
-  shared_ = table.attach(upstream, static_cast<std::size_t>(worker_), generation, [](pod_circuit_row&) {},
-                         [](pod_circuit_row&) {});
-  if (shared_ == nullptr)
-    throw std::invalid_argument("more upstreams than a pod of --processes holds (" + std::to_string(pod_circuit_rows) +
-                             " across the generations alive)");
+result<pod_circuit_seat> attach_pod_circuit(const runtime::row_identity& upstream, pod_circuits& table,
+                                            std::size_t worker, std::uint32_t generation) {
+  auto row = table.attach_or_error(upstream, worker, generation, [](pod_circuit_row&) {}, [](pod_circuit_row&) {},
+                                   "upstreams");
+  if (!row) return std::move(row).err();
+  return pod_circuit_seat{*row, worker};
 }
+
+circuit_breaker::circuit_breaker(circuit_settings s, pod_circuit_seat seat)
+    : s_(s), shared_(seat.row), worker_(static_cast<std::int32_t>(seat.worker)) {}
 
 template <class F>
 auto circuit_breaker::with_core(F&& f) const {

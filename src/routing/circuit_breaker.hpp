@@ -80,14 +80,22 @@ struct pod_circuit_row {
 inline constexpr std::size_t pod_circuit_rows = 256;
 using pod_circuits = runtime::pod_table<pod_circuit_row, pod_circuit_rows>;
 
+// A worker's place in the pod's circuit of one upstream: its row, attached, and the worker row.
+struct pod_circuit_seat {
+  pod_circuits::row* row;
+  std::size_t worker;
+};
+
+// Attaches worker row `worker` of `generation` to the circuit row of `upstream` in `table`; an
+// error when the table is full or `worker` is not a worker row (runtime::is_pod_worker_row).
+result<pod_circuit_seat> attach_pod_circuit(const runtime::row_identity& upstream, pod_circuits& table,
+                                            std::size_t worker, std::uint32_t generation);
+
 class circuit_breaker {
  public:
   explicit circuit_breaker(circuit_settings s);
-  // The pod's circuit for this upstream: its row in `table`, for worker row `worker` of
-  // `generation`. Throws std::invalid_argument when the table is full or `worker` is not a worker
-  // row (runtime::is_pod_worker_row).
-  circuit_breaker(circuit_settings s, const runtime::row_identity& upstream, pod_circuits& table, std::size_t worker,
-                  std::uint32_t generation);
+  // The pod's circuit for this upstream, at an attached seat (attach_pod_circuit).
+  circuit_breaker(circuit_settings s, pod_circuit_seat seat);
 
   // Whether a request could be sent now (closed, or half-open with its probe slot free).
   bool available(time_point now) const;

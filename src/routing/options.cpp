@@ -1,6 +1,7 @@
 #include "routing/options.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "config/option_table.hpp"
 // yaml-cpp 0.7's iterator code trips GCC 12's -Wdangling-pointer false positive when inlined here.
@@ -51,15 +52,12 @@ result<void> parse_deployments(const YAML::Node& n, std::vector<std::pair<std::s
 }
 
 result<void> parse_share(std::string_view v, double& out) {
-  try {
-    std::size_t used = 0;
-    double x = std::stod(std::string(v), &used);
-    if (used != v.size() || x < 0 || x > 1) throw std::invalid_argument("range");
-    out = x;
-    return ok;
-  } catch (const std::exception&) {
+  double x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size() || !(x >= 0 && x <= 1))
     return error::make(errc::bad_request, "expected a number from 0 to 1, got '" + std::string(v) + "'");
-  }
+  out = x;
+  return ok;
 }
 
 result<upstream_spec> parse_one(const YAML::Node& node, std::size_t index) {

@@ -1,7 +1,6 @@
 #include "routing/pod_budget.hpp"
 
 #include <numeric>
-#include <stdexcept>
 #include <string>
 
 namespace sluice::routing {
@@ -28,20 +27,15 @@ void pod_budget_row::release_worker(std::size_t w) noexcept {
   held[w] = 0;
 }
 
-pod_budget::pod_budget(const upstream_spec& spec, time_point now, pod_budgets& table, std::size_t worker,
-                       std::uint32_t generation)
-    : worker_(worker), max_concurrent_(spec.max_concurrent) {
-  if (!runtime::is_pod_worker_row(worker_))  // never folded onto another worker's row
-    throw std::invalid_argument("worker row " + std::to_string(worker_) + " is not one of the pod's " +
-                                std::to_string(runtime::pod_worker_rows));
+result<std::unique_ptr<pod_budget>> pod_budget::attach(const upstream_spec& spec, time_point now, pod_budgets& table,
+                                                       std::size_t worker, std::uint32_t generation) {
   auto set_up = [&](pod_budget_row& r) {
     reconfigure(r.pace.requests, r.configured_rpm, spec.requests_per_minute, now);
     reconfigure(r.pace.tokens, r.configured_tpm, spec.tokens_per_minute, now);
   };
-  row_ = table.attach(pod_identity(spec), worker_, generation, set_up, set_up);
-  if (row_ == nullptr)
-    throw std::invalid_argument("more upstreams than a pod of --processes holds (" + std::to_string(pod_budget_rows) +
-                             " across the generations alive)");
+  auto row = table.attach_or_error(pod_identity(spec), worker, generation, set_up, set_up, "upstreams");
+  if (!row) return std::move(row).err();
+  return std::unique_ptr<pod_budget>(new pod_budget(**row, worker, spec.max_concurrent));
 }
 
 std::optional<duration> pod_budget::try_reserve(std::uint64_t tokens, time_point now) {

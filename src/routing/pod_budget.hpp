@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "routing/options.hpp"
 #include "routing/pacer.hpp"
@@ -44,9 +45,10 @@ using pod_budgets = runtime::pod_table<pod_budget_row, pod_budget_rows>;
 
 class pod_budget final : public rate_budget {
  public:
-  // Attaches worker row `worker` of `generation` to the upstream's row; throws std::invalid_argument
-  // when the table is full or `worker` is not a worker row (runtime::is_pod_worker_row).
-  pod_budget(const upstream_spec& spec, time_point now, pod_budgets& table, std::size_t worker, std::uint32_t generation);
+  // Attaches worker row `worker` of `generation` to the upstream's row; an error when the table is
+  // full or `worker` is not a worker row (runtime::is_pod_worker_row).
+  static result<std::unique_ptr<pod_budget>> attach(const upstream_spec& spec, time_point now, pod_budgets& table,
+                                                    std::size_t worker, std::uint32_t generation);
 
   std::optional<duration> try_reserve(std::uint64_t tokens, time_point now) override;
   void refund(std::uint64_t tokens, time_point now) override;
@@ -66,6 +68,9 @@ class pod_budget final : public rate_budget {
   std::uint64_t in_flight() const;
 
  private:
+  pod_budget(pod_budgets::row& row, std::size_t worker, std::uint64_t max_concurrent)
+      : row_(&row), worker_(worker), max_concurrent_(max_concurrent) {}
+
   pod_budgets::row* row_;
   std::size_t worker_;
   std::uint64_t max_concurrent_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 #include "routing/pod_budget.hpp"
 
@@ -14,9 +15,13 @@ circuit_settings circuit_of(const options& o) {
           o.circuit_open_time_max};
 }
 
-circuit_breaker make_breaker(const upstream_spec& s, const options& o, const circuit_place& at) {
-  if (at.table == nullptr) return circuit_breaker(circuit_of(o));
-  return circuit_breaker(circuit_of(o), pod_identity(s), *at.table, at.worker, at.generation);
+circuit_breaker make_breaker(const options& o, const std::optional<pod_circuit_seat>& seat) {
+  if (!seat) return circuit_breaker(circuit_of(o));
+  return circuit_breaker(circuit_of(o), *seat);
+}
+
+result<std::unique_ptr<rate_budget>> local_pacer(const upstream_spec& s, time_point t) {
+  return std::unique_ptr<rate_budget>(std::make_unique<pacer>(s.requests_per_minute, s.tokens_per_minute, t));
 }
 
 constexpr auto busy_poll = std::chrono::milliseconds(50);  // re-check of saturation / concurrency holds
@@ -28,11 +33,11 @@ std::int64_t ns_of(time_point t) {
 }  // namespace
 
 upstream_state::upstream_state(const upstream_spec& s, config::url u, std::string auth, const options& o,
-                               std::unique_ptr<rate_budget> budget, const circuit_place& circuits)
+                               std::unique_ptr<rate_budget> budget, std::optional<pod_circuit_seat> seat)
     : spec(s),
       target(std::move(u)),
       authorization(std::move(auth)),
-      breaker(make_breaker(s, o, circuits)),
+      breaker(make_breaker(o, seat)),
       pace(std::move(budget)) {}
 
 // --- lease ---------------------------------------------------------------------------------------
@@ -99,20 +104,39 @@ task<std::optional<duration>> lease::confirm() {
 
 // --- router --------------------------------------------------------------------------------------
 
-router::router(const options& o, std::vector<std::string> auths, time_point now, budget_factory budgets,
-               circuit_place circuits)
-    : o_(o), rng_(0x5eed) {
-  if (!budgets)
-    budgets = [](const upstream_spec& s, time_point t) -> std::unique_ptr<rate_budget> {
-      return std::make_unique<pacer>(s.requests_per_minute, s.tokens_per_minute, t);
-    };
-  for (std::size_t i = 0; i < o.upstreams.size(); ++i) {
-    auto u = config::parse_url(o.upstreams[i].url, config::query_rule::allowed);
-    if (!u) throw std::invalid_argument(u.err().message);  // finish() validated it already
-    ups_.push_back(std::make_unique<upstream_state>(o.upstreams[i], std::move(*u),
-                                                    i < auths.size() ? std::move(auths[i]) : std::string(), o,
-                                                    budgets(o.upstreams[i], now), circuits));
+router::router(const options& o) : o_(o), rng_(0x5eed) {}
+
+router::router(const options& o, std::vector<std::string> auths, time_point now) : router(o) {
+  auto added = add_upstreams(std::move(auths), now, local_pacer, {});
+  if (!added) throw std::logic_error("router built from unfinished options: " + added.err().message);
+}
+
+result<std::unique_ptr<router>> router::make(const options& o, std::vector<std::string> auths, time_point now,
+                                             budget_factory budgets, circuit_place circuits) {
+  std::unique_ptr<router> r(new router(o));
+  if (!budgets) budgets = local_pacer;
+  if (auto added = r->add_upstreams(std::move(auths), now, budgets, circuits); !added) return std::move(added).err();
+  return r;
+}
+
+result<void> router::add_upstreams(std::vector<std::string> auths, time_point now, const budget_factory& budgets,
+                                   const circuit_place& circuits) {
+  for (std::size_t i = 0; i < o_.upstreams.size(); ++i) {
+    const upstream_spec& spec = o_.upstreams[i];
+    auto u = config::parse_url(spec.url, config::query_rule::allowed);
+    if (!u) return std::move(u).err();
+    auto budget = budgets(spec, now);
+    if (!budget) return std::move(budget).err();
+    std::optional<pod_circuit_seat> seat;
+    if (circuits.table != nullptr) {
+      auto attached = attach_pod_circuit(pod_identity(spec), *circuits.table, circuits.worker, circuits.generation);
+      if (!attached) return std::move(attached).err();
+      seat = *attached;
+    }
+    ups_.push_back(std::make_unique<upstream_state>(spec, std::move(*u), i < auths.size() ? std::move(auths[i]) : "",
+                                                    o_, std::move(*budget), seat));
   }
+  return ok;
 }
 
 bool router::serves(std::string_view model) const {

@@ -24,8 +24,9 @@
 
 namespace sluice::routing {
 
-// Makes upstream i's paced budget: the local pacer by default; a shared one (Redis) plugs in here.
-using budget_factory = std::function<std::unique_ptr<rate_budget>(const upstream_spec& spec, time_point now)>;
+// Makes upstream i's paced budget: the local pacer by default; a shared one (Redis, a pod's table)
+// plugs in here. An error: the budget has no place (a pod's table is full).
+using budget_factory = std::function<result<std::unique_ptr<rate_budget>>(const upstream_spec& spec, time_point now)>;
 
 // Where a worker process of a pod keeps its upstreams' circuits: the pod's table (null: in this
 // process), its worker row and config generation.
@@ -36,8 +37,9 @@ struct circuit_place {
 };
 
 struct upstream_state {
+  // `seat`: the pod's circuit (a worker process of a pod); none: the circuit lives in this process.
   upstream_state(const upstream_spec& s, config::url u, std::string auth, const options& o,
-                 std::unique_ptr<rate_budget> budget, const circuit_place& circuits = {});
+                 std::unique_ptr<rate_budget> budget, std::optional<pod_circuit_seat> seat = {});
 
   const upstream_spec& spec;
   const config::url target;
@@ -107,11 +109,14 @@ struct pick_result {
 
 class router {
  public:
-  // `authorizations[i]`: the header value for upstream i ("Bearer ..."), or empty. `budgets` makes
-  // each upstream's paced budget (default: a local pacer seeded from its spec).
-  // `circuits`: where the circuits live (default: in this process).
-  router(const options& o, std::vector<std::string> authorizations, time_point now, budget_factory budgets = {},
-         circuit_place circuits = {});
+  // `authorizations[i]`: the header value for upstream i ("Bearer ..."), or empty. Each upstream's
+  // paced budget is a local pacer seeded from its spec, its circuit in this process. `o` is
+  // finished (options::finish validated every URL: one it did not is a bug, thrown).
+  router(const options& o, std::vector<std::string> authorizations, time_point now);
+  // The same, `budgets` making each upstream's paced budget (null: local pacers) and `circuits`
+  // placing the circuits; an error when a budget or a circuit finds no place (a pod's full table).
+  static result<std::unique_ptr<router>> make(const options& o, std::vector<std::string> authorizations,
+                                              time_point now, budget_factory budgets, circuit_place circuits);
 
   std::size_t size() const noexcept { return ups_.size(); }
   upstream_state& at(std::size_t i) { return *ups_[i]; }
@@ -134,6 +139,9 @@ class router {
 
  private:
   friend class lease;
+  explicit router(const options& o);
+  result<void> add_upstreams(std::vector<std::string> authorizations, time_point now, const budget_factory& budgets,
+                             const circuit_place& circuits);
   // The one readiness rule of an upstream for a request of `tokens` now, in the order the reasons
   // are checked; `wait` (when asked) gets the pacer's wait.
   enum class readiness : std::uint8_t {

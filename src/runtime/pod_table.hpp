@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
+#include "core/error.hpp"
 #include "runtime/pod_shape.hpp"
 #include "runtime/robust_mutex.hpp"
 
@@ -31,6 +33,11 @@ namespace sluice::runtime {
 using row_identity = std::array<unsigned char, 32>;
 // The SHA-256 of `text`: a row's identity for a name.
 row_identity identity_of(std::string_view text);
+
+// Why a worker got no row of a table of `rows`: `w` is not a worker row, or every row is taken by
+// `what` ("upstreams", "keys with limits") across the generations alive; `advice` ends the message.
+// The error a worker's start returns (the gateway's assembly, never an exception).
+error pod_rows_error(std::size_t w, std::size_t rows, std::string_view what, std::string_view advice = {});
 
 template <class Payload, std::size_t N>
 class pod_table {
@@ -101,6 +108,15 @@ class pod_table {
     free_row->generation = generation;
     free_row->users.store(bit(w), std::memory_order_release);
     return free_row;
+  }
+
+  // attach(), or why it gave no row (pod_rows_error, naming the rows `what`).
+  template <class Fresh, class Newer>
+  result<row*> attach_or_error(const row_identity& id, std::size_t w, std::uint32_t generation, Fresh&& fresh,
+                               Newer&& newer, std::string_view what, std::string_view advice = {}) {
+    row* r = attach(id, w, generation, std::forward<Fresh>(fresh), std::forward<Newer>(newer));
+    if (r == nullptr) return pod_rows_error(w, N, what, advice);
+    return r;
   }
 
   // The supervisor, once worker row `w`'s process has ended: what it held goes back, and rows

@@ -36,8 +36,14 @@ struct PodKeyLimits : ::testing::Test {
   manual_clock clock;
   runtime::shared_segment<pod_keys> table;
   static constexpr std::string_view text = "sk-capped 2 0 capped\nsk-rated 0 3 rated tpm=100\nsk-free 0 0 free\n";
+  result<pod_key_limits> attach(std::size_t row, std::uint32_t generation, std::string_view keys) {
+    return pod_key_limits::attach(pod_keys_file(clock, keys), *table, row, generation, clock.fn());
+  }
+  // Worker row `row` of `generation` with its keys attached (the test fails if it is refused).
   pod_key_limits worker(std::size_t row, std::uint32_t generation = 0, std::string_view keys = text) {
-    return pod_key_limits(pod_keys_file(clock, keys), *table, row, generation, clock.fn());
+    auto l = attach(row, generation, keys);
+    EXPECT_TRUE(l.has_value()) << l.err().message;
+    return std::move(l).value();
   }
   static key_handle key(const pod_key_limits& l, std::string_view k) {
     return l.authenticate_header("Bearer " + std::string(k)).value();
@@ -139,7 +145,14 @@ TEST_F(PodKeyLimits, AFullTableRefusesTheWorkerThatNeedsAnotherRow) {
   for (std::size_t i = 0; i < pod_key_rows; ++i) many += "sk-" + std::to_string(i) + " 1 0\n";
   auto a = worker(0, 0, many);
   EXPECT_EQ(table->used(), pod_key_rows);
-  EXPECT_THROW(worker(1, 1, "sk-another 1 0\n"), std::invalid_argument);
+  auto refused = attach(1, 1, "sk-another 1 0\n");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.err().message,
+            "keys-file: more keys with limits than a pod of --processes holds (4096 across the generations alive; "
+            "use --redis)");
+  auto foreign = attach(runtime::pod_worker_rows, 1, "sk-free 0 0\n");
+  ASSERT_FALSE(foreign.has_value()) << "refused before any key, though no key here needs a row";
+  EXPECT_EQ(foreign.err().message, "worker row 64 is not one of the pod's 64");
   auto same = worker(1, 1, "sk-7 3 0\n");  // a key already there takes no row
   EXPECT_EQ(same.shared_keys(), 1u);
 }

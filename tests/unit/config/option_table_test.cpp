@@ -13,6 +13,7 @@ struct opts {
   duration timeout = 10s;
   bool stream = false;
   std::uint64_t threads = 0;
+  double ratio = 1.5;
   std::vector<std::string> upstreams{"http://default"};
   config::option_table table() {
     config::option_table t;
@@ -21,6 +22,7 @@ struct opts {
         .add_duration("header-timeout", "time", timeout)
         .add("stream", "flag", stream)
         .add("threads", "count", threads)
+        .add("ratio", "a non-negative number", ratio)
         .add_list("upstream", "urls", upstreams);
     return t;
   }
@@ -68,6 +70,13 @@ TEST(OptionTable, RejectsUnknownKeysAndBadValuesWithTheirName) {
   ASSERT_FALSE(r3.has_value());
   auto r4 = t.apply_yaml_text("- a\n- b\n", "f.yaml");
   ASSERT_FALSE(r4.has_value());
+  for (const char* bad : {"ratio: -1\n", "ratio: nan\n", "ratio: inf\n", "ratio: 2x\n", "ratio: ''\n"}) {
+    auto r5 = t.apply_yaml_text(bad, "f.yaml");
+    ASSERT_FALSE(r5.has_value()) << bad;
+    EXPECT_NE(r5.err().message.find("expected a non-negative number"), std::string::npos) << r5.err().message;
+  }
+  ASSERT_TRUE(t.apply_yaml_text("ratio: 0.25\n", "f.yaml").has_value());
+  EXPECT_EQ(o.ratio, 0.25);
 }
 
 TEST(HostPort, Parses) {

@@ -2,6 +2,8 @@
 // half-open probe, closing on its success, re-opening for longer on its failure.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "routing/circuit_breaker.hpp"
 #include "runtime/shared_segment.hpp"
 
@@ -10,6 +12,13 @@ using namespace sluice::routing;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Worker row `w` of `generation` attached to `id`'s circuit row (the test fails if it is refused).
+pod_circuit_seat seat(const runtime::row_identity& id, pod_circuits& table, std::size_t w, std::uint32_t generation) {
+  auto s = attach_pod_circuit(id, table, w, generation);
+  EXPECT_TRUE(s.has_value()) << s.err().message;
+  return s.value();
+}
 
 circuit_settings settings() {
   circuit_settings s;
@@ -152,7 +161,7 @@ TEST(CircuitBreaker, LateFailuresOfRequestsSentBeforeItOpenedDoNotExtendIt) {
 TEST(PodCircuit, FailuresSeenByAnyWorkerOpenItForAllAndTheProbeIsThePodsOne) {
   runtime::shared_segment<pod_circuits> table;
   const auto id = runtime::identity_of("up\nhttp://127.0.0.1:9");
-  circuit_breaker a(settings(), id, *table, 0, 0), b(settings(), id, *table, 4, 0);
+  circuit_breaker a(settings(), seat(id, *table, 0, 0)), b(settings(), seat(id, *table, 4, 0));
   EXPECT_EQ(table->used(), 1u);
   const auto t0 = steady_clock::now();
   fail(a, t0, 2);
@@ -174,8 +183,8 @@ TEST(PodCircuit, FailuresSeenByAnyWorkerOpenItForAllAndTheProbeIsThePodsOne) {
 
 TEST(PodCircuit, AWorkerOfAnotherUpstreamOrAChangedWindowStartsClean) {
   runtime::shared_segment<pod_circuits> table;
-  circuit_breaker a(settings(), runtime::identity_of("a"), *table, 0, 0);
-  circuit_breaker other(settings(), runtime::identity_of("b"), *table, 0, 0);
+  circuit_breaker a(settings(), seat(runtime::identity_of("a"), *table, 0, 0));
+  circuit_breaker other(settings(), seat(runtime::identity_of("b"), *table, 0, 0));
   EXPECT_EQ(table->used(), 2u);
   const auto t0 = steady_clock::now();
   fail(a, t0, 2);
@@ -184,10 +193,26 @@ TEST(PodCircuit, AWorkerOfAnotherUpstreamOrAChangedWindowStartsClean) {
   wider.failures = 100;
   wider.window = 4;  // a reload's window: the ring starts again
   wider.min_volume = 4;
-  circuit_breaker reloaded(wider, runtime::identity_of("a"), *table, 1, 1);
+  circuit_breaker reloaded(wider, seat(runtime::identity_of("a"), *table, 1, 1));
   fail(reloaded, t0, 3);
   EXPECT_EQ(reloaded.state(t0), circuit_state::closed) << "3 outcomes in the new window: below its min volume";
   fail(reloaded, t0, 1);
   EXPECT_EQ(reloaded.state(t0), circuit_state::open);
   EXPECT_EQ(other.state(t0), circuit_state::closed);
+}
+
+// A worker row out of range, or a table whose rows are all taken, is an error the worker's start
+// returns, naming why; a row already there is shared without a new one.
+TEST(PodCircuit, AFullTableOrAForeignWorkerRowIsRefusedAsAnError) {
+  runtime::shared_segment<pod_circuits> table;
+  auto foreign = attach_pod_circuit(runtime::identity_of("a"), *table, runtime::pod_worker_rows, 0);
+  ASSERT_FALSE(foreign.has_value());
+  EXPECT_EQ(foreign.err().message, "worker row 64 is not one of the pod's 64");
+  for (std::size_t i = 0; i < pod_circuit_rows; ++i)
+    ASSERT_TRUE(attach_pod_circuit(runtime::identity_of("up" + std::to_string(i)), *table, 0, 0).has_value());
+  auto full = attach_pod_circuit(runtime::identity_of("one more"), *table, 1, 1);
+  ASSERT_FALSE(full.has_value());
+  EXPECT_EQ(full.err().message, "more upstreams than a pod of --processes holds (256 across the generations alive)");
+  EXPECT_TRUE(attach_pod_circuit(runtime::identity_of("up7"), *table, 1, 1).has_value()) << "a row already there";
+  EXPECT_EQ(table->used(), pod_circuit_rows);
 }

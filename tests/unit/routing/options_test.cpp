@@ -92,6 +92,8 @@ TEST(RoutingOptions, BadInputNamesTheField) {
                  tc{"max-attempts: 0\nupstreams:\n  - url: http://a\n", "max-attempts"},
                  tc{"usage-injection: sometimes\n", "usage-injection"},
                  tc{"circuit-error-rate: 2\n", "circuit-error-rate"},
+                 tc{"circuit-error-rate: nan\n", "circuit-error-rate"},
+                 tc{"circuit-error-rate: 0.5x\n", "circuit-error-rate"},
                  tc{"circuit-window: 1025\nupstreams:\n  - url: http://a\n", "circuit-window: must be 1..1024"},
                  tc{"", "no upstream"}}) {
     auto o = load(c.yaml);
