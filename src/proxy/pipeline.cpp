@@ -112,7 +112,7 @@ bool is_probe(obs::route r) {
 }  // namespace
 
 pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls)
-    : cfg_(cfg), uploads_(cfg.proxy.max_upload_bytes), tls_(tls) {
+    : cfg_(cfg), responses_(cfg), uploads_(cfg.proxy.max_upload_bytes), tls_(tls) {
   for (std::size_t i = 0; i < cfg.router.size(); ++i)
     clients_.push_back(std::make_unique<upstream::client>(ex, cfg.upstream, cfg.router.at(i).target, tls));
 }
@@ -205,15 +205,15 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   const bool stores_or_reads = recorded || ctx.background || !ctx.response_id.empty() || !ctx.previous_response_id.empty();
   if (!cfg_.svc.keys && stores_or_reads) ctx.tenant = credential_tenant(req);
   // A response the gateway stored under its own id continues upstream under the upstream's.
-  if (!ctx.previous_response_id.empty()) co_await map_previous_response(ctx, req);
+  if (!ctx.previous_response_id.empty()) co_await responses_.map_previous_response(ctx, req);
   if (recorded) {
     recorded->recorder().set_owner(ctx.tenant);
     // --queue redis: resumable on any front, not only here.
     if (auto* w = cfg_.svc.queue_worker)
       recorded->recorder().on_open([w](const std::shared_ptr<jobs::response_record>& rec) { w->mirror_recorded(rec); });
   }
-  if (!ctx.response_id.empty()) co_return co_await serve_stored(ctx, req);
-  if (ctx.background) co_return co_await create_background(ctx, req);
+  if (!ctx.response_id.empty()) co_return co_await responses_.serve(ctx, req);
+  if (ctx.background) co_return co_await responses_.create_background(ctx, req);
   if (cfg_.svc.queue && !cfg_.jobs->runs_jobs() && !ctx.streamed) {
     // A front of a fleet (--queue redis, --role front): a worker runs it; queue-depth and
     // queue-timeout hold for the fleet's queue instead of this process's slots.

@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "http/server.hpp"
+#include "proxy/answers.hpp"
 #include "proxy/attempts.hpp"
 #include "proxy/job_runner.hpp"
 #include "proxy/options.hpp"
 #include "proxy/relay.hpp"
 #include "proxy/request_context.hpp"
 #include "proxy/services.hpp"
+#include "proxy/shared_config.hpp"
+#include "proxy/stored_responses.hpp"
 #include "proxy/streamed_routes.hpp"
 #include "proxy/structured_output.hpp"
 #include "routing/router.hpp"
@@ -28,19 +31,6 @@ namespace sluice::proxy {
 namespace bhttp = boost::beast::http;
 
 class job_downstream;
-
-// Read-only after start-up; shared by every worker thread's pipeline.
-struct shared_config {
-  const options& proxy;
-  const upstream::options& upstream;
-  routing::router& router;  // the upstreams (targets, keys, circuits, pacing) and the pick
-  services& svc;
-  // Structured outputs: the schema-* settings and the process-wide compiled-schema cache (null: off).
-  const schema_options* schema = nullptr;
-  schema::schema_cache* schemas = nullptr;
-  // Background responses and stored streams (docs/queue.md); null: off.
-  const jobs::options* jobs = nullptr;
-};
 
 // Held for the whole upstream exchange: the per-key slot, then the global slot (+ memory).
 struct admission_ticket {
@@ -107,9 +97,7 @@ class pipeline final : public http::request_handler, public job_runner {
   void refuse_gateway_key(exchange& x);
 
   // --- answers (respond.cpp) ---
-  task<void> send_error(request_context& ctx, const error& e, const bhttp::fields* extra = nullptr);
-  task<void> refuse(request_context& ctx, const error& e, obs::reject_reason why, const bhttp::fields* extra = nullptr);
-  task<void> send_json(request_context& ctx, bhttp::status status, std::string body, std::string_view content_type);
+  // (send_error, refuse and send_json are answers.hpp's free functions.)
   task<void> send_failure(request_context& ctx, exchange& x);
   task<void> answer_whole(request_context& ctx, exchange& x, upstream_call& call);
   task<void> relay_stream(request_context& ctx, exchange& x, bool usage_injected);
@@ -136,41 +124,6 @@ class pipeline final : public http::request_handler, public job_runner {
   task<void> forward_queued(request_context& ctx, http::request& req);
   task<void> relay_queued(request_context& ctx, const std::string& id);
 
-  // --- background responses (background.cpp) ---
-  // POST /v1/responses with background: the job queued, its object answered (or its stream followed).
-  task<void> create_background(request_context& ctx, http::request& req);
-  task<void> refuse_background(request_context& ctx, jobs::store_refusal why, std::uint64_t waiting);
-  // previous_response_id naming a response this gateway stored (under its own id, for this
-  // tenant) becomes the upstream's id for it in the body; any other id goes on as it is.
-  task<void> map_previous_response(request_context& ctx, http::request& req);
-  // --queue redis: the same, the response and its job in Redis; `sealed`: sealed_credential's.
-  task<void> create_queued(request_context& ctx, jobs::new_response r, std::string sealed);
-  // The client's Authorization where a job's upstream needs it (pass-through: no client keys, and
-  // an upstream without a key of its own); "" otherwise. Kept in-process only.
-  std::string upstream_credential(const http::request& req) const;
-  // --queue redis: upstream_credential sealed for job `id` (credential_seal), "" when none is
-  // needed; an error when one is needed and the fleet has no queue secret (never stored in clear).
-  result<std::string> sealed_credential(const http::request& req, std::string_view id) const;
-  task<void> serve_queued(request_context& ctx, const http::request& req);
-  task<void> follow_queued(request_context& ctx, std::string id, std::int64_t after);
-  // A follow's event-stream head (false: the client left) and the drain's in-band end.
-  task<bool> open_event_stream(request_context& ctx);
-  // One batch of a follow written; what the follow does next.
-  enum class follow_next : std::uint8_t { more, wait, done };
-  struct follow_cursor {
-    std::int64_t last;  // the last sequence number written
-    std::string out;    // the write buffer, reused
-  };
-  task<follow_next> deliver(request_context& ctx, jobs::event_batch& batch, follow_cursor& cur);
-  follow_next left_follow(request_context& ctx) noexcept;
-  task<void> cut_follow(request_context& ctx, std::int64_t last);
-  // GET /v1/responses/{id} (its object, or ?stream=true its events) and POST .../cancel.
-  task<void> serve_stored(request_context& ctx, const http::request& req);
-  // Hands the client's connection to worker process `row`, which holds the response.
-  task<void> hand_over(request_context& ctx, const http::request& req, std::size_t row);
-  // The events after `after`, then the live ones until the response ends.
-  task<void> follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after);
-
   // --- the probes (probes.cpp) ---
   task<void> serve_probe(request_context& ctx, const http::request& req);
 
@@ -180,6 +133,7 @@ class pipeline final : public http::request_handler, public job_runner {
   friend class queued_relay;
 
   const shared_config& cfg_;
+  stored_responses responses_;  // GET/cancel of stored responses, background creation
   upload_policy uploads_;
   upstream::ssl::context* tls_;  // the upstream clients' (and a Realtime session's) TLS context
   std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools

@@ -74,7 +74,7 @@ task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
   ctx.trace.carry_into(headers);  // the worker's spans join this request's trace
   jobs::new_response r{id,      false, "{}", std::move(headers), std::string(req.body()), ctx.tenant,
                        wire_target(req.method(), ctx.path), {}};
-  auto sealed = sealed_credential(req, id);
+  auto sealed = responses_.sealed_credential(req, id);
   if (!sealed) co_return co_await send_error(ctx, sealed.err());
   auto* c = cfg_.svc.redis->current();
   std::optional<jobs::store_refusal> refusal;
@@ -221,7 +221,7 @@ task<void> queued_relay::left(std::string_view reason) {
 
 task<void> queued_relay::end_with(const error& e, std::string_view reason) {
   if (!head_written_) {
-    co_await p_.send_error(ctx_, e);
+    co_await send_error(ctx_, e);
   } else {
     co_await end_in_band(*ctx_.conn, e, ctx_.which == api::responses, responses_seq_ + 1);
     ctx_.end.outcome = outcome_of_error(e);
@@ -350,7 +350,7 @@ task<bool> queued_relay::timed_out(const jobs::event_batch& batch) {
   bhttp::fields extra;
   extra.set(bhttp::field::retry_after,
             std::to_string(queue_retry_after(waiting.value_or(cfg_.svc.admission_opts.queue_depth), *cfg_.jobs)));
-  co_await p_.refuse(ctx_, admission_error(admission::refusal::queue_timeout), obs::reject_reason::queue_timeout, &extra);
+  co_await refuse(ctx_, admission_error(admission::refusal::queue_timeout), obs::reject_reason::queue_timeout, &extra);
   co_return true;
 }
 

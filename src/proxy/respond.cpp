@@ -1,10 +1,11 @@
-// The answers: an error or a refusal, a small JSON body, the failure an exchange ended with, a whole
+// The answers of an exchange (errors, refusals and small bodies are answers.cpp's): the failure an exchange ended with, a whole
 // upstream answer, and a relayed stream. Each records how the request ended in ctx.end; finish()
 // logs and counts it.
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 
 #include "http/error_response.hpp"
+#include "proxy/answers.hpp"
 #include "proxy/body_usage.hpp"
 #include "proxy/event_scan.hpp"
 #include "proxy/outcomes.hpp"
@@ -33,8 +34,6 @@ std::string upstream_error_body(unsigned status, const std::string& body) {
   return http::error_body(e);
 }
 
-constexpr std::string_view should_retry_header = "x-should-retry";
-
 // What the upstream reported: the request's tokens (the key's tpm), and its pacer's budget settled.
 void charge_usage(request_context& ctx, exchange& x, const reported_usage& used) {
   ctx.end.tokens_in = used.in;
@@ -42,52 +41,7 @@ void charge_usage(request_context& ctx, exchange& x, const reported_usage& used)
   if (x.lease && x.lease.upstream().pace->has_token_budget()) x.lease.settle(used.in + used.out, runtime::steady::now());
 }
 
-template <class Message>
-void stamp(Message& m, const request_context& ctx) {
-  m.set("x-request-id", ctx.request_id);
-  m.set("x-sluice-overhead-ms", ctx.overhead_header());
-}
-
 }  // namespace
-
-task<void> pipeline::send_error(request_context& ctx, const error& e, const bhttp::fields* extra) {
-  auto res = http::make_error_response(e, ctx.version, ctx.keep_alive);
-  stamp(res, ctx);
-  res.set(should_retry_header, should_retry_text(should_retry_value(res.result_int(), &e)));
-  if (extra)
-    for (const auto& f : *extra) res.set(f.name_string(), f.value());
-  auto& end = ctx.end;
-  end.kind = end.attempts > 0 ? end_kind::completed : end_kind::refused;  // refused: no upstream tried
-  end.status = static_cast<int>(res.result_int());
-  end.outcome = outcome_of_error(e);
-  end.reason = reason_of(e);
-  end.bytes_out = res.body().size();
-  auto w = co_await ctx.conn->write(res);
-  end.written = w.has_value();
-}
-
-task<void> pipeline::refuse(request_context& ctx, const error& e, obs::reject_reason why, const bhttp::fields* extra) {
-  co_await send_error(ctx, e, extra);
-  ctx.end.kind = end_kind::refused;
-  ctx.end.outcome = obs::outcome::rejected;
-  ctx.end.reason = obs::to_string(why);
-  ctx.end.rejection = why;
-}
-
-task<void> pipeline::send_json(request_context& ctx, bhttp::status status, std::string body,
-                               std::string_view content_type) {
-  http::response res{status, ctx.version};
-  res.set(bhttp::field::content_type, content_type);
-  stamp(res, ctx);
-  res.body() = std::move(body);
-  res.keep_alive(ctx.keep_alive);
-  res.prepare_payload();
-  ctx.end.status = static_cast<int>(status);
-  ctx.end.outcome = outcome_of_status(static_cast<unsigned>(status));
-  ctx.end.bytes_out = res.body().size();
-  auto w = co_await ctx.conn->write(res);
-  ctx.end.written = w.has_value();
-}
 
 task<void> pipeline::send_failure(request_context& ctx, exchange& x) {
   bhttp::fields extra = std::move(x.failure_headers);
