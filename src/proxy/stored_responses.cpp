@@ -78,9 +78,9 @@ error bad_starting_after() {
 }
 
 
-// How long a follower of a Redis-held response rides out Redis not answering before it ends the
-// stream in-band (the client resumes with starting_after).
-constexpr auto follow_redis_patience = std::chrono::seconds(2);
+// How long a follower rides out its store not answering (Redis) before it ends the stream in-band
+// (the client resumes with starting_after).
+constexpr auto follow_store_patience = std::chrono::seconds(2);
 // Events a follower of a Redis-held response takes in one read.
 constexpr std::size_t follow_batch_events = 128;
 
@@ -88,7 +88,20 @@ error not_found(std::string_view id) {
   return error::make(errc::not_found, "No response found with id '" + std::string(id) + "'.", "response_id");
 }
 
+// A response a client may see: its own tenant's (docs/security.md), and a response rather than a
+// front's foreground job.
+bool retrievable_by(const jobs::response_view& r, const request_context& ctx) {
+  return r.owner == ctx.tenant && !r.foreground_job;
+}
+
 }  // namespace
+
+stored_responses::stored_responses(const shared_config& cfg) : cfg_(cfg) {
+  if (cfg.svc.responses) memory_.emplace(*cfg.svc.responses, follow_batch_bytes, follow_recheck);
+  if (cfg.svc.queue && cfg.svc.redis && cfg.jobs)
+    queue_.emplace(*cfg.svc.queue, [r = cfg.svc.redis] { return r->current(); }, cfg.svc.jobs, cfg.jobs->poll_interval,
+                   follow_batch_events);
+}
 
 task<void> stored_responses::refuse_background(request_context& ctx, jobs::store_refusal why, std::uint64_t waiting) {
   if (cfg_.svc.jobs) cfg_.svc.jobs->refused(why);
@@ -107,16 +120,13 @@ task<void> stored_responses::map_previous_response(request_context& ctx, http::r
   const std::string& id = ctx.previous_response_id;
   if (!is_gateway_response_id(id)) co_return;  // an upstream's own id, or one the gateway never gave
   std::string upstream;
-  if (auto* store = cfg_.svc.responses)
-    if (auto rec = store->find(id); rec && rec->owner() == ctx.tenant) upstream = rec->upstream_id();
-  if (upstream.empty() && cfg_.svc.queue) {
-    if (auto* c = cfg_.svc.redis->current()) {
-      auto found = co_await cfg_.svc.queue->find(*c, id);
-      if (found && *found && (*found)->owner == ctx.tenant && (*found)->wire.empty()) upstream = std::move((*found)->upstream_id);
-    }
+  for (jobs::response_backend* b : {in_memory(), in_queue()}) {
+    if (!b || !upstream.empty()) continue;
+    auto found = co_await b->find(id);
+    if (found && *found && retrievable_by(**found, ctx)) upstream = std::move((*found)->upstream_id);
   }
-  // Unknown here (another tenant's, expired, not begun yet): it goes on as it is, and the
-  // upstream answers for it.
+  // Unknown here (another tenant's, expired, not begun yet, or its store did not answer): it goes
+  // on as it is, and the upstream answers for it.
   if (upstream.empty()) co_return;
   error_code ec;
   auto v = json::parse(req.body(), ec);
@@ -147,7 +157,7 @@ task<void> stored_responses::create_background(request_context& ctx, http::reque
   if (auto* why = std::get_if<jobs::store_refusal>(&made)) co_return co_await refuse_background(ctx, *why, store->waiting());
   auto rec = std::get<std::shared_ptr<jobs::response_record>>(std::move(made));
   // background + stream: the client follows its job from the start; leaving does not cancel it.
-  if (ctx.stream) co_return co_await follow(ctx, std::move(rec), -1);
+  if (ctx.stream) co_return co_await follow(ctx, *in_memory(), rec->id(), -1);
   // As it was queued (a worker slot may have taken it already: GET says so).
   co_await send_json(ctx, bhttp::status::ok, std::move(queued), "application/json");
 }
@@ -193,43 +203,52 @@ task<void> stored_responses::create_queued(request_context& ctx, jobs::new_respo
     if (c) waiting = co_await queue.waiting(*c);
     co_return co_await refuse_background(ctx, *refusal, waiting.value_or(queue.settings().jobs_max_waiting));
   }
-  if (ctx.stream) co_return co_await follow_queued(ctx, r.id, -1);
+  if (ctx.stream) co_return co_await follow(ctx, *in_queue(), r.id, -1);
   co_await send_json(ctx, bhttp::status::ok, std::move(r.object), "application/json");
 }
 
 task<void> stored_responses::serve(request_context& ctx, const http::request& req) {
-  auto* store = cfg_.svc.responses;
-  auto rec = store ? store->find(ctx.response_id) : nullptr;
+  jobs::response_backend* holder = nullptr;
+  std::optional<jobs::response_view> found;
+  if (auto* m = in_memory()) {
+    auto local = co_await m->find(ctx.response_id);  // the memory store always answers
+    if (local && *local) found = std::move(*local), holder = m;
+  }
   // Held by another worker process of the pod: the connection goes there, once (a connection that
   // came from another worker is answered here, whatever its store says).
-  if (!rec && cfg_.svc.handover && ctx.socket && !ctx.socket->handed_over()) {
+  if (!found && cfg_.svc.handover && ctx.socket && !ctx.socket->handed_over()) {
     if (auto row = cfg_.svc.handover->holder(ctx.response_id)) co_return co_await hand_over(ctx, req, *row);
   }
   // Not a stream recorded here: a background response in the fleet's queue.
-  if (!rec && cfg_.svc.queue) co_return co_await serve_queued(ctx, req);
-  // Another key's response is as unknown as a missing one.
-  if (!rec || rec->owner() != ctx.tenant) co_return co_await send_error(ctx, not_found(ctx.response_id));
-  if (ctx.response_cancel) {
-    if (!rec->background())
-      co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));
-    const auto st = rec->state();
-    if (jobs::is_final(st) && st != jobs::status::cancelled)
-      co_return co_await send_error(ctx, error::make(errc::bad_request, "Cannot cancel a response that has already finished (status " +
-                                                                         std::string(jobs::to_string(st)) + ").",
-                                                     "response_id"));
-    store->cancel(ctx.response_id,
-                  [](const jobs::response_record& r) { return response_object_with(r.object(), jobs::status::cancelled); });
-    // A running job ends on its own thread; the answer already says what it will say.
-    co_return co_await send_json(ctx, bhttp::status::ok, response_object_with(rec->object(), jobs::status::cancelled),
-                                 "application/json");
+  if (!found && in_queue()) {
+    auto read = co_await in_queue()->find(ctx.response_id);
+    if (!read) co_return co_await send_error(ctx, queue_unavailable_error());
+    found = std::move(*read), holder = in_queue();
   }
+  // Another key's response, and a front's foreground job, are as unknown as a missing one.
+  if (!found || !retrievable_by(*found, ctx)) co_return co_await send_error(ctx, not_found(ctx.response_id));
+  if (ctx.response_cancel) co_return co_await cancel(ctx, *holder, *found);
   const std::string_view target = req.target();
   if (query_value(target, "stream") == "true") {
     const auto after = starting_after(target);
     if (!after) co_return co_await send_error(ctx, bad_starting_after());
-    co_return co_await follow(ctx, std::move(rec), *after);
+    co_return co_await follow(ctx, *holder, ctx.response_id, *after);
   }
-  co_await send_json(ctx, bhttp::status::ok, rec->object(), "application/json");
+  co_await send_json(ctx, bhttp::status::ok, std::move(found->object), "application/json");
+}
+
+task<void> stored_responses::cancel(request_context& ctx, jobs::response_backend& holder, const jobs::response_view& found) {
+  if (!found.background)
+    co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));
+  if (jobs::is_final(found.state) && found.state != jobs::status::cancelled)
+    co_return co_await send_error(ctx, error::make(errc::bad_request, "Cannot cancel a response that has already finished (status " +
+                                                                       std::string(jobs::to_string(found.state)) + ").",
+                                                   "response_id"));
+  const auto as_cancelled = [](std::string_view object) { return response_object_with(object, jobs::status::cancelled); };
+  auto done = co_await holder.cancel(ctx.response_id, found, as_cancelled);
+  if (!done) co_return co_await send_error(ctx, queue_unavailable_error());
+  // A running job ends where it runs; the answer already says what it will say.
+  co_await send_json(ctx, bhttp::status::ok, as_cancelled(found.object), "application/json");
 }
 
 task<void> stored_responses::hand_over(request_context& ctx, const http::request& req, std::size_t row) {
@@ -254,58 +273,48 @@ task<void> stored_responses::hand_over(request_context& ctx, const http::request
   co_await send_error(ctx, e, &extra);
 }
 
-task<void> stored_responses::serve_queued(request_context& ctx, const http::request& req) {
-  auto& queue = *cfg_.svc.queue;
-  auto* c = cfg_.svc.redis->current();
-  result<std::optional<jobs::stored_response>> read = jobs::redis_unavailable();
-  if (c) read = co_await queue.find(*c, ctx.response_id);
-  if (!read) {
-    if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
-    co_return co_await send_error(ctx, queue_unavailable_error());
-  }
-  auto& found = *read;
-  // A foreground job (a front's client's chat request) is no response anyone retrieves.
-  if (!found || found->owner != ctx.tenant || !found->wire.empty())
-    co_return co_await send_error(ctx, not_found(ctx.response_id));
-  if (ctx.response_cancel) {
-    if (!found->background)
-      co_return co_await send_error(ctx, error::make(errc::bad_request, "Only background responses can be cancelled.", "response_id"));
-    if (jobs::is_final(found->state) && found->state != jobs::status::cancelled)
-      co_return co_await send_error(ctx, error::make(errc::bad_request, "Cannot cancel a response that has already finished (status " +
-                                                                         std::string(jobs::to_string(found->state)) + ").",
-                                                     "response_id"));
-    std::string cancelled = response_object_with(found->object, jobs::status::cancelled);
-    if (!co_await queue.cancel(*c, ctx.response_id, cancelled)) {
-      if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::cancel);
-      co_return co_await send_error(ctx, queue_unavailable_error());
-    }
-    // A running job ends on its worker; the answer already says what it will say.
-    co_return co_await send_json(ctx, bhttp::status::ok, std::move(cancelled), "application/json");
-  }
-  const std::string_view target = req.target();
-  if (query_value(target, "stream") == "true") {
-    const auto after = starting_after(target);
-    if (!after) co_return co_await send_error(ctx, bad_starting_after());
-    co_return co_await follow_queued(ctx, ctx.response_id, *after);
-  }
-  co_await send_json(ctx, bhttp::status::ok, std::move(found->object), "application/json");
-}
-
-task<void> stored_responses::follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after) {
+task<void> stored_responses::follow(request_context& ctx, jobs::response_backend& holder, std::string_view id,
+                                    std::int64_t after) {
   std::optional<obs::gauge_hold> following;
   if (cfg_.svc.jobs) following.emplace(cfg_.svc.jobs->followers());
   if (!co_await open_event_stream(ctx)) co_return;
-  jobs::wakeup wake(co_await net::this_coro::executor);
-  rec->follow(wake.get_handle());
+  auto feed = co_await holder.follow(id);
   follow_cursor cur{after, {}};
+  jobs::redis_outage outage(follow_store_patience);
   for (;;) {
-    auto batch = rec->read_after(cur.last, follow_batch_bytes);
+    auto read = co_await feed->read_after(cur.last);
+    if (read) {
+      outage.answered();
+    } else if (outage.failed(runtime::steady::now()).give_up) {
+      // The store stayed away: an in-band error, never a silent end; the client resumes from `last`.
+      const auto e = error::make(errc::overloaded, "The response store is unavailable; resume this stream with starting_after.");
+      co_return co_await end_follow(ctx, e, cur.last, "queue_unavailable");
+    }
+    jobs::event_batch batch = read ? std::move(*read) : jobs::event_batch{};
+    if (batch.missing) co_return co_await lost_under_follower(ctx, id, cur.last);
     switch (co_await deliver(ctx, batch, cur)) {
       case follow_next::more: continue;
-      case follow_next::wait: co_await wake.wait(follow_recheck); continue;
       case follow_next::done: co_return;
+      case follow_next::wait: break;
     }
+    co_await feed->wait();
   }
+}
+
+task<void> stored_responses::lost_under_follower(request_context& ctx, std::string_view id, std::int64_t last) {
+  // Its keys vanished under a live follow (Redis restarted without its data, evicted them, or
+  // someone deleted them): said in-band, counted and logged.
+  if (cfg_.svc.jobs) cfg_.svc.jobs->vanished(jobs::metrics::vanished_kind::response);
+  obs::log_warn("response missing from redis under its follower",
+                {{"request_id", ctx.request_id}, {"trace_id", ctx.trace.trace().hex()}, {"response", id}});
+  const auto e = error::make(errc::internal, "The response was lost by the store (Redis lost its data); retry the request.");
+  co_await end_follow(ctx, e, last, "response_lost");
+}
+
+task<void> stored_responses::end_follow(request_context& ctx, const error& e, std::int64_t last, std::string_view reason) {
+  co_await end_in_band(*ctx.conn, e, true, last + 1);
+  ctx.end.outcome = obs::outcome::internal;
+  ctx.end.reason = reason;
 }
 
 task<stored_responses::follow_next> stored_responses::deliver(request_context& ctx, jobs::event_batch& batch, follow_cursor& cur) {
@@ -356,57 +365,6 @@ task<void> stored_responses::cut_follow(request_context& ctx, std::int64_t last)
   co_await end_in_band(*ctx.conn, e, true, last + 1);
   ctx.end.outcome = obs::outcome::cancelled;
   ctx.end.reason = to_string(cancel_reason::draining);
-}
-
-task<void> stored_responses::follow_queued(request_context& ctx, std::string id, std::int64_t after) {
-  std::optional<obs::gauge_hold> following;
-  if (cfg_.svc.jobs) following.emplace(cfg_.svc.jobs->followers());
-  if (!co_await open_event_stream(ctx)) co_return;
-  auto& queue = *cfg_.svc.queue;
-  net::steady_timer pause(co_await net::this_coro::executor);
-  follow_cursor cur{after, {}};
-  jobs::redis_outage outage(follow_redis_patience);
-  for (;;) {
-    // The next batch is read only once the client took the last one: Redis, not this process,
-    // holds what the client has not read yet.
-    auto* c = cfg_.svc.redis->current();
-    result<jobs::event_batch> read = jobs::redis_unavailable();
-    if (c) read = co_await queue.read_after(*c, id, cur.last, follow_batch_events);
-    if (!read) {
-      if (cfg_.svc.jobs) cfg_.svc.jobs->redis_error(jobs::metrics::redis_op::read);
-      if (outage.failed(runtime::steady::now()).give_up) {
-        // Redis stayed away: an in-band error, never a silent end; the client resumes from `last`.
-        const auto e = error::make(errc::overloaded, "The response store is unavailable; resume this stream with starting_after.");
-        co_await end_in_band(*ctx.conn, e, true, cur.last + 1);
-        ctx.end.outcome = obs::outcome::internal;
-        ctx.end.reason = "queue_unavailable";
-        co_return;
-      }
-    } else {
-      outage.answered();
-    }
-    jobs::event_batch batch = read ? std::move(*read) : jobs::event_batch{};
-    if (batch.missing) {
-      // Its keys vanished under a live follow (Redis restarted without its data, evicted them, or
-      // someone deleted them): said in-band, counted and logged.
-      if (cfg_.svc.jobs) cfg_.svc.jobs->vanished(jobs::metrics::vanished_kind::response);
-      obs::log_warn("response missing from redis under its follower",
-                    {{"request_id", ctx.request_id}, {"trace_id", ctx.trace.trace().hex()}, {"response", id}});
-      const auto e = error::make(errc::internal, "The response was lost by the store (Redis lost its data); retry the request.");
-      co_await end_in_band(*ctx.conn, e, true, cur.last + 1);
-      ctx.end.outcome = obs::outcome::internal;
-      ctx.end.reason = "response_lost";
-      co_return;
-    }
-    switch (co_await deliver(ctx, batch, cur)) {
-      case follow_next::more: continue;
-      case follow_next::done: co_return;
-      case follow_next::wait: break;
-    }
-    pause.expires_after(cfg_.jobs->poll_interval);
-    error_code ec;
-    co_await pause.async_wait(ec_out(ec));
-  }
 }
 
 }  // namespace sluice::proxy

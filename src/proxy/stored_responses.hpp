@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/error.hpp"
 #include "http/server.hpp"
+#include "jobs/response_backend.hpp"
 #include "jobs/response_store.hpp"
 #include "proxy/request_context.hpp"
 #include "proxy/shared_config.hpp"
@@ -24,7 +26,7 @@ namespace sluice::proxy {
 
 class stored_responses {
  public:
-  explicit stored_responses(const shared_config& cfg) : cfg_(cfg) {}
+  explicit stored_responses(const shared_config& cfg);
 
   // GET /v1/responses/{id} (its object, or ?stream=true its events) and POST .../cancel.
   task<void> serve(request_context& ctx, const http::request& req);
@@ -45,14 +47,17 @@ class stored_responses {
   // The client's Authorization where a job's upstream needs it (pass-through: no client keys, and
   // an upstream without a key of its own); "" otherwise. Kept in-process only.
   std::string upstream_credential(const http::request& req) const;
-  task<void> serve_queued(request_context& ctx, const http::request& req);
+  // POST .../cancel of `found`, which `holder` holds.
+  task<void> cancel(request_context& ctx, jobs::response_backend& holder, const jobs::response_view& found);
   // Hands the client's connection to worker process `row`, which holds the response.
   task<void> hand_over(request_context& ctx, const http::request& req, std::size_t row);
 
   // --- following a response's events ---
-  // The events after `after`, then the live ones until the response ends.
-  task<void> follow(request_context& ctx, std::shared_ptr<jobs::response_record> rec, std::int64_t after);
-  task<void> follow_queued(request_context& ctx, std::string id, std::int64_t after);
+  // The events of `id` after `after`, then the live ones until the response ends; its store's
+  // outage past the patience, or the response vanishing, ends it in-band.
+  task<void> follow(request_context& ctx, jobs::response_backend& holder, std::string_view id, std::int64_t after);
+  task<void> lost_under_follower(request_context& ctx, std::string_view id, std::int64_t last);
+  task<void> end_follow(request_context& ctx, const error& e, std::int64_t last, std::string_view reason);
   // A follow's event-stream head (false: the client left).
   task<bool> open_event_stream(request_context& ctx);
   // One batch of a follow written; what the follow does next.
@@ -66,7 +71,13 @@ class stored_responses {
   // The drain's in-band end.
   task<void> cut_follow(request_context& ctx, std::int64_t last);
 
+  // The stores, in the order a response is looked for: this process's, then the fleet's queue.
+  jobs::response_backend* in_memory() noexcept { return memory_ ? &*memory_ : nullptr; }
+  jobs::response_backend* in_queue() noexcept { return queue_ ? &*queue_ : nullptr; }
+
   const shared_config& cfg_;
+  std::optional<jobs::memory_backend> memory_;  // with a memory store (svc.responses)
+  std::optional<jobs::redis_backend> queue_;    // with --queue redis (svc.queue)
 };
 
 }  // namespace sluice::proxy
