@@ -28,4 +28,8 @@ task<void> send_error(request_context& ctx, const error& e, const bhttp::fields*
 task<void> refuse(request_context& ctx, const error& e, obs::reject_reason why, const bhttp::fields* extra = nullptr);
 task<void> send_json(request_context& ctx, bhttp::status status, std::string body, std::string_view content_type);
 
+struct exchange;
+// The failure an exchange ended with (x.failure), its headers and the attempts made (respond.cpp).
+task<void> send_failure(request_context& ctx, exchange& x);
+
 }  // namespace sluice::proxy

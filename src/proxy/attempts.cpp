@@ -74,7 +74,21 @@ void observe_limits(routing::upstream_state& u, const bhttp::fields& head) {
   if (limits.any()) u.pace->observe(limits, runtime::steady::now());
 }
 
+
 }  // namespace
+
+void refuse_gateway_key(exchange& x) {
+  // The operator's problem, not the client's: a revoked or wrong key in the config. The client
+  // gets the gateway's own 502; the upstream's body, which may quote the key, is dropped.
+  const auto& u = x.lease.upstream();
+  obs::log_warn("upstream refused the gateway's API key: check its key-env",
+                {{"upstream", std::string_view(u.spec.name)}, {"status", static_cast<std::uint64_t>(x.status)}});
+  error e = error::make(errc::upstream_auth, "The upstream refused the gateway's credentials; retry later.");
+  e.api_code = "upstream_auth_failed";
+  x.failure = std::move(e);
+  x.response.reset();
+  x.body.reset();
+}
 
 bool exchange::is_sse() const {
   if (!response || status / 100 != 2) return false;
@@ -163,18 +177,6 @@ task<void> pipeline::run_attempts(request_context& ctx, upstream_call& call, exc
   }
 }
 
-void pipeline::refuse_gateway_key(exchange& x) {
-  // The operator's problem, not the client's: a revoked or wrong key in the config. The client
-  // gets the gateway's own 502; the upstream's body, which may quote the key, is dropped.
-  const auto& u = x.lease.upstream();
-  obs::log_warn("upstream refused the gateway's API key: check its key-env",
-                {{"upstream", std::string_view(u.spec.name)}, {"status", static_cast<std::uint64_t>(x.status)}});
-  error e = error::make(errc::upstream_auth, "The upstream refused the gateway's credentials; retry later.");
-  e.api_code = "upstream_auth_failed";
-  x.failure = std::move(e);
-  x.response.reset();
-  x.body.reset();
-}
 
 task<bool> pipeline::pick_or_hold(request_context& ctx, exchange& x, attempt_state& st) {
   auto& rt = cfg_.router;

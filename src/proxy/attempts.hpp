@@ -107,4 +107,8 @@ struct retry_window {
 // Pure: whether the loop tries again after an attempt with verdict `v`.
 bool should_retry(const attempt_verdict& v, const retry_window& w) noexcept;
 
+// A 401/403 to the gateway's own key: the exchange ends with the gateway's 502 (the operator's
+// problem, not the client's); the upstream's body, which may quote the key, is dropped.
+void refuse_gateway_key(exchange& x);
+
 }  // namespace sluice::proxy

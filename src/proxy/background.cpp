@@ -49,12 +49,12 @@ task<void> pipeline::run_job_in(job_downstream& sink, std::shared_ptr<jobs::resp
   request_context ctx(sink, 11);
   ctx.job = true;
   ctx.request_id = std::move(request_id);
-  ctx.trace.begin(req, trace_ratio());
+  ctx.trace.begin(req, ending_.trace_ratio());
   ctx.bytes_in = req.body().size();
   if (auto bad = parse(ctx, req)) {
     // Checked when it was created: only a configuration change in between gets here.
     co_await send_error(ctx, *bad);
-    finish(ctx);
+    ending_.finish(ctx);
     sink.conclude("invalid_request");
     co_return;
   }
@@ -71,7 +71,7 @@ task<void> pipeline::run_job_in(job_downstream& sink, std::shared_ptr<jobs::resp
   }
   rec->on_cancel(nullptr);
   stop->sink = nullptr;
-  finish(ctx);
+  ending_.finish(ctx);
   sink.conclude(ctx.end.reason);
 }
 

@@ -1,10 +1,9 @@
-// pipeline::finish: the one place a request is logged and counted. Every request the pipeline
-// reads, and every one it could not read (reject), ends here exactly once: one log line (stream
-// completed / request completed / request refused) and one sample of sluice_requests_total, with
-// the same route, outcome and reason. Probes are counted but not logged. A background job's run
+// request_ending::finish: the one place a request is logged and counted (request_ending.hpp). One
+// log line (stream completed / request completed / request refused) and one sample of
+// sluice_requests_total per request, with the same route, outcome and reason. Probes are counted but not logged. A background job's run
 // logs "job completed" and is counted in sluice_jobs_total instead.
 #include "observability/log.hpp"
-#include "proxy/pipeline.hpp"
+#include "proxy/request_ending.hpp"
 #include "proxy/trace_spans.hpp"
 
 #include <cstdio>
@@ -17,23 +16,23 @@ std::string request_context::overhead_header() const {
   return buf;
 }
 
-double pipeline::trace_ratio() const noexcept {
-  return cfg_.svc.spans && cfg_.svc.tracing ? cfg_.svc.tracing->sample_ratio : 0.0;
+double request_ending::trace_ratio() const noexcept {
+  return svc_.spans && svc_.tracing ? svc_.tracing->sample_ratio : 0.0;
 }
 
-void pipeline::export_trace(const request_context& ctx, runtime::steady::time_point end) noexcept {
-  auto* exporter = cfg_.svc.spans;
+void request_ending::export_trace(const request_context& ctx, runtime::steady::time_point end) noexcept {
+  auto* exporter = svc_.spans;
   if (!exporter || !ctx.trace.trace().valid()) return;
-  if (!ctx.trace.sampled() && !(cfg_.svc.tracing->sample_errors && trace_failed(ctx))) return;
+  if (!ctx.trace.sampled() && !(svc_.tracing->sample_errors && trace_failed(ctx))) return;
   try {
     exporter->offer(trace_spans(ctx, end));
   } catch (const std::bad_alloc&) {  // no memory for the spans: the trace loses them, not the request
   }
 }
 
-void pipeline::finish(request_context& ctx) noexcept {
+void request_ending::finish(request_context& ctx) noexcept {
   const request_end& end = ctx.end;
-  auto& m = cfg_.svc.requests;
+  auto& m = svc_.requests;
   const auto ended = runtime::steady::now();
   const double total_s = std::chrono::duration<double>(ended - ctx.start).count();
   // A background job's run is not a client's request (its create and reads are): it is counted in

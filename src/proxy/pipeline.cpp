@@ -2,6 +2,7 @@
 // request on or answers it (an error, a refusal); every request, however it ends, reaches finish()
 // exactly once, at the end of handle() (or of reject(), for requests that could not be read).
 #include "proxy/pipeline.hpp"
+#include "proxy/probes.hpp"
 
 #include "http/error_response.hpp"
 #include "proxy/job_sink.hpp"
@@ -22,6 +23,19 @@ constexpr std::uint64_t default_answer_tokens = 256;
 
 double seconds_since(runtime::steady::time_point t) {
   return std::chrono::duration<double>(runtime::steady::now() - t).count();
+}
+
+// While draining or retiring, every client is asked to reconnect (to another replica) after this
+// response.
+bool keep_alive(const http::request& req, const drain_state& drain) noexcept {
+  return req.keep_alive() && !drain.draining.load(std::memory_order_relaxed) &&
+         !drain.retiring.load(std::memory_order_relaxed);
+}
+
+// A client's Responses stream that is recorded for resume (store-streams, not store: false).
+bool records_stream(const request_context& ctx, const shared_config& cfg) noexcept {
+  return ctx.which == api::responses && ctx.route == obs::route::responses && ctx.stream && ctx.store &&
+         !ctx.background && ctx.response_id.empty() && cfg.svc.responses && cfg.jobs && cfg.jobs->store_streams;
 }
 
 std::string_view path_without_query(const http::request& req) {
@@ -112,16 +126,11 @@ bool is_probe(obs::route r) {
 }  // namespace
 
 pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls)
-    : cfg_(cfg), responses_(cfg), uploads_(cfg.proxy.max_upload_bytes), tls_(tls) {
+    : cfg_(cfg), ending_(cfg.svc), responses_(cfg), queued_(cfg, responses_), uploads_(cfg.proxy.max_upload_bytes), tls_(tls) {
   for (std::size_t i = 0; i < cfg.router.size(); ++i)
     clients_.push_back(std::make_unique<upstream::client>(ex, cfg.upstream, cfg.router.at(i).target, tls));
 }
 
-bool pipeline::keep_alive(const http::request& req) const noexcept {
-  // While draining, ask every client to reconnect (to another replica) after this response.
-  return req.keep_alive() && !cfg_.svc.drain.draining.load(std::memory_order_relaxed) &&
-         !cfg_.svc.drain.retiring.load(std::memory_order_relaxed);
-}
 
 // Kept to a small coroutine frame: this frame, like every frame on the way to the relay, lives as
 // long as the stream (GCC gives every temporary of every co_await its own slot), so the phases with
@@ -130,14 +139,14 @@ task<bool> pipeline::handle(http::request req, http::connection& conn) {
   request_context ctx(conn, req.version());
   ctx.socket = &conn;
   ctx.request_id = request_id_of(req);
-  ctx.trace.begin(req, trace_ratio());
+  ctx.trace.begin(req, ending_.trace_ratio());
   ctx.bytes_in = req.body().size();
-  ctx.keep_alive = keep_alive(req);
+  ctx.keep_alive = keep_alive(req, cfg_.svc.drain);
   if (is_messages_request(req)) co_await serve_messages(ctx, req);
   else co_await serve(ctx, req);
   if (ctx.handed_over) co_return false;  // the other worker serves (and counts) it
   if (conn.body_streamed()) ctx.bytes_in = conn.body_bytes_read();
-  finish(ctx);
+  ending_.finish(ctx);
   co_return ctx.keep_alive && ctx.end.written;
 }
 
@@ -145,7 +154,7 @@ task<bool> pipeline::handle_admin(http::request req, http::connection& conn) {
   request_context ctx(conn, req.version());
   ctx.request_id = request_id_of(req);
   ctx.bytes_in = req.body().size();
-  ctx.keep_alive = keep_alive(req);
+  ctx.keep_alive = keep_alive(req, cfg_.svc.drain);
   // Nothing but the probes is even parsed here: a completion request's body is not looked at.
   const std::string_view target = path_without_query(req);
   const bool probe = target == "/healthz" || target == "/readyz" || target == "/metrics";
@@ -153,8 +162,8 @@ task<bool> pipeline::handle_admin(http::request req, http::connection& conn) {
   if (!probe) bad = error::make(errc::not_found, "This address (admin-listen) serves only /healthz, /readyz and /metrics.");
   else bad = parse(ctx, req);
   if (bad) co_await send_error(ctx, *bad);
-  else co_await serve_probe(ctx, req);
-  finish(ctx);
+  else co_await serve_probe(ctx, cfg_);
+  ending_.finish(ctx);
   co_return ctx.keep_alive && ctx.end.written;
 }
 
@@ -163,12 +172,12 @@ task<void> pipeline::reject(const error& e, http::connection& conn) {
   // other, on the connection's last response.
   request_context ctx(conn, 11);
   ctx.request_id = request_id_or_new(conn.failed_request_id());
-  ctx.trace.begin(http::request{}, trace_ratio());
+  ctx.trace.begin(http::request{}, ending_.trace_ratio());
   const auto why =
       conn.failed_upload_cap() ? obs::reject_reason::upload_too_large : reject_reason_of_read(e, conn.failed_refusal());
   co_await refuse(ctx, e, why);
   ctx.end.outcome = obs::outcome::client_error;  // the client's request was broken, not refused
-  finish(ctx);
+  ending_.finish(ctx);
 }
 
 task<void> pipeline::serve(request_context& ctx, http::request& req) {
@@ -176,7 +185,7 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   if (!cfg_.proxy.serves(ctx.route))
     co_return co_await refuse(ctx, error::make(errc::not_found, "The route " + ctx.path + " is not enabled on this gateway."),
                               obs::reject_reason::route_disabled);
-  if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, req);
+  if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, cfg_);
   if (cfg_.jobs && !cfg_.jobs->serves_clients()) co_return co_await send_error(ctx, error::make(errc::not_found, worker_role_only));
   if (auto objects = claim_objects_upstream(ctx, cfg_.router, cfg_.svc.keys != nullptr))
     co_return co_await refuse(ctx, *objects, obs::reject_reason::stored_objects);
@@ -185,7 +194,7 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   // (background.cpp, docs/queue.md): its writes go through the recorder to the client.
   std::unique_ptr<recording_downstream> recorded;
   http::downstream* const client = ctx.conn;
-  if (records_stream(ctx)) {
+  if (records_stream(ctx, cfg_)) {
     recorded = std::make_unique<recording_downstream>(*client, *cfg_.svc.responses, cfg_.jobs->orphan_timeout);
     ctx.conn = recorded.get();
   }
@@ -217,7 +226,7 @@ task<void> pipeline::serve(request_context& ctx, http::request& req) {
   if (cfg_.svc.queue && !cfg_.jobs->runs_jobs() && !ctx.streamed) {
     // A front of a fleet (--queue redis, --role front): a worker runs it; queue-depth and
     // queue-timeout hold for the fleet's queue instead of this process's slots.
-    co_await forward_queued(ctx, req);
+    co_await queued_.forward(ctx, req);
   } else {
     if (!co_await admit(ctx, ticket)) co_return;
     co_await forward(ctx, req, ticket.key && ticket.key->reserved_tokens() != 0);
@@ -292,10 +301,6 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   return std::nullopt;
 }
 
-bool pipeline::records_stream(const request_context& ctx) const noexcept {
-  return ctx.which == api::responses && ctx.route == obs::route::responses && ctx.stream && ctx.store &&
-         !ctx.background && ctx.response_id.empty() && cfg_.svc.responses && cfg_.jobs && cfg_.jobs->store_streams;
-}
 
 task<bool> pipeline::authenticate(request_context& ctx, const http::request& req, admission_ticket& t) {
   auto* keys = cfg_.svc.keys;

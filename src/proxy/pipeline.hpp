@@ -1,8 +1,10 @@
 // proxy::pipeline: the request story of one worker thread, as phases in call order (pipeline.cpp):
 // parse, authenticate and limit, admit, exchange (the attempt loop, attempts.cpp), respond (a
-// relayed stream or a whole answer, respond.cpp), finish (one log line and one count per request,
-// finish.cpp). The probe endpoints sit beside it (probes.cpp). Owns that thread's upstream clients
-// (and so their keep-alive pools); everything shared is read-only or thread-safe.
+// relayed stream or a whole answer, respond.cpp), finish (one log line and one count per request:
+// request_ending). Beside it, and never calling back into it: the probes (probes.hpp), stored and
+// background responses (stored_responses), a front's foreground jobs (queued_front) and the
+// answers every route gives (answers.hpp). Owns that thread's upstream clients (and so their
+// keep-alive pools); everything shared is read-only or thread-safe.
 #pragma once
 
 #include <memory>
@@ -19,6 +21,8 @@
 #include "proxy/request_context.hpp"
 #include "proxy/services.hpp"
 #include "proxy/shared_config.hpp"
+#include "proxy/queued_front.hpp"
+#include "proxy/request_ending.hpp"
 #include "proxy/stored_responses.hpp"
 #include "proxy/streamed_routes.hpp"
 #include "proxy/structured_output.hpp"
@@ -60,8 +64,6 @@ class pipeline final : public http::request_handler, public job_runner {
   // into its record as the answer's head and body pieces (wire_job.hpp).
   task<void> run_wire_job(std::shared_ptr<jobs::response_record> rec) override;
 
-  // This thread's client for upstream i (its keep-alive pool).
-  upstream::client& upstream_client(std::size_t i = 0) noexcept { return *clients_.at(i); }
   // The watchdog of this pipeline's thread (owned by its http::server); relays register with it.
   void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
 
@@ -72,20 +74,12 @@ class pipeline final : public http::request_handler, public job_runner {
   task<void> serve_messages(request_context& ctx, http::request& req);
   // Route, method, body: fills ctx or returns the 400/404/405 to answer.
   std::optional<error> parse(request_context& ctx, const http::request& req);
-  // A client's Responses stream that is recorded for resume (store-streams, not store: false).
-  bool records_stream(const request_context& ctx) const noexcept;
   // Client key and its limits; answers the 401/429 itself (false).
   task<bool> authenticate(request_context& ctx, const http::request& req, admission_ticket& t);
   // A slot from the bounded queue (or the memory shed); answers the refusal itself (false).
   task<bool> admit(request_context& ctx, admission_ticket& t);
   // The attempt loop, then the answer: an error, a relayed stream or a whole body.
   task<void> forward(request_context& ctx, http::request& req, bool key_counts_tokens);
-  // The one place a request is logged and counted (finish.cpp).
-  void finish(request_context& ctx) noexcept;
-  // Its spans to the exporter, when it was sampled or failed (finish.cpp; trace_spans.hpp).
-  void export_trace(const request_context& ctx, runtime::steady::time_point end) noexcept;
-  // The share of the traces this gateway starts that are sampled (0 without an exporter).
-  double trace_ratio() const noexcept;
 
   // --- the attempt loop (attempts.cpp) ---
   task<void> run_attempts(request_context& ctx, upstream_call& call, exchange& x);
@@ -93,12 +87,9 @@ class pipeline final : public http::request_handler, public job_runner {
   // why: a failure to send, or the request was cancelled).
   task<bool> pick_or_hold(request_context& ctx, exchange& x, attempt_state& st);
   task<attempt_outcome> attempt(request_context& ctx, upstream_call& call, exchange& x);
-  // A 401/403 to the gateway's own key: the exchange ends with the gateway's 502.
-  void refuse_gateway_key(exchange& x);
 
   // --- answers (respond.cpp) ---
   // (send_error, refuse and send_json are answers.hpp's free functions.)
-  task<void> send_failure(request_context& ctx, exchange& x);
   task<void> answer_whole(request_context& ctx, exchange& x, upstream_call& call);
   task<void> relay_stream(request_context& ctx, exchange& x, bool usage_injected);
   // A streamed route's answer relayed as bytes, whatever its type (relay_body.cpp); and the
@@ -110,7 +101,6 @@ class pipeline final : public http::request_handler, public job_runner {
   task<void> serve_realtime(request_context& ctx, http::request& req);
   // A finished stream: the upstream's health and budget, and how the request ended.
   void account_stream(request_context& ctx, exchange& x, const relay_result& result);
-  task<bool> write_stream_head(request_context& ctx, exchange& x);
   // Structured outputs on a whole 2xx answer: the verdict and, under `retry`, new exchanges while
   // it is invalid; `status`/`body` become the last attempt's (respond_structured.cpp).
   task<whole_check> check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
@@ -119,21 +109,15 @@ class pipeline final : public http::request_handler, public job_runner {
   // A job's request through forward() into `sink`, stopped by the record's cancel.
   task<void> run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
                         std::string request_id);
-  // --queue redis, --role front: a client's request as a foreground job, its answer relayed from
-  // the job's log (queued_forward.cpp).
-  task<void> forward_queued(request_context& ctx, http::request& req);
-  task<void> relay_queued(request_context& ctx, const std::string& id);
+  // (--queue redis, --role front: a client's request as a foreground job is queued_front's.)
 
-  // --- the probes (probes.cpp) ---
-  task<void> serve_probe(request_context& ctx, const http::request& req);
+  // (The probes are probes.hpp's serve_probe.)
 
-  bool keep_alive(const http::request& req) const noexcept;
-
-  // relay_queued's steps (queued_forward.cpp): they answer through send_error and refuse.
-  friend class queued_relay;
 
   const shared_config& cfg_;
+  request_ending ending_;  // the one place a request is logged and counted
   stored_responses responses_;  // GET/cancel of stored responses, background creation
+  queued_front queued_;         // a front's foreground jobs (--queue redis, --role front)
   upload_policy uploads_;
   upstream::ssl::context* tls_;  // the upstream clients' (and a Realtime session's) TLS context
   std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools

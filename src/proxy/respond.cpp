@@ -41,9 +41,31 @@ void charge_usage(request_context& ctx, exchange& x, const reported_usage& used)
   if (x.lease && x.lease.upstream().pace->has_token_budget()) x.lease.settle(used.in + used.out, runtime::steady::now());
 }
 
+// The stream's head: the upstream's status and passed-back headers, ours, the attempts made.
+task<bool> write_stream_head(request_context& ctx, exchange& x) {
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), ctx.version};
+  head.set(bhttp::field::content_type, "text/event-stream");
+  head.set(bhttp::field::cache_control, "no-cache");
+  head.set("x-accel-buffering", "no");
+  stamp(head, ctx);
+  head.set(attempts_header, std::to_string(x.attempts));
+  head.set(upstream_header, x.lease.upstream().spec.name);
+  for (const auto& f : x.response->head())
+    if (passback(f.name_string())) head.set(f.name_string(), f.value());
+  head.keep_alive(ctx.keep_alive);
+  if (x.response->has_buffered_body()) {
+    // The first events came with the upstream's head: the head goes out with them, in one write
+    // (the relay writes a held head alone before it waits for more).
+    ctx.conn->hold_head(head);
+    co_return true;
+  }
+  auto w = co_await ctx.conn->write_head(head);
+  co_return w.has_value();
+}
+
 }  // namespace
 
-task<void> pipeline::send_failure(request_context& ctx, exchange& x) {
+task<void> send_failure(request_context& ctx, exchange& x) {
   bhttp::fields extra = std::move(x.failure_headers);
   if (x.attempts) extra.set(attempts_header, std::to_string(x.attempts));
   ctx.end.attempts = x.attempts;
@@ -107,26 +129,6 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
   end.written = w.has_value();
 }
 
-task<bool> pipeline::write_stream_head(request_context& ctx, exchange& x) {
-  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), ctx.version};
-  head.set(bhttp::field::content_type, "text/event-stream");
-  head.set(bhttp::field::cache_control, "no-cache");
-  head.set("x-accel-buffering", "no");
-  stamp(head, ctx);
-  head.set(attempts_header, std::to_string(x.attempts));
-  head.set(upstream_header, x.lease.upstream().spec.name);
-  for (const auto& f : x.response->head())
-    if (passback(f.name_string())) head.set(f.name_string(), f.value());
-  head.keep_alive(ctx.keep_alive);
-  if (x.response->has_buffered_body()) {
-    // The first events came with the upstream's head: the head goes out with them, in one write
-    // (the relay writes a held head alone before it waits for more).
-    ctx.conn->hold_head(head);
-    co_return true;
-  }
-  auto w = co_await ctx.conn->write_head(head);
-  co_return w.has_value();
-}
 
 // Frames on the way to the relay live as long as the stream: the head is written by its own
 // coroutine, the accounting after it is a plain function, so this frame holds little but the relay.

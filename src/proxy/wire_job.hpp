@@ -4,7 +4,7 @@
 // each later event a piece of the body exactly as the worker's relay wrote it. The worker runs the
 // job through its pipeline with a wire_sink as the downstream (the same attempt loop, relay,
 // structured-output checks and in-band errors as a client's request); the front reads the log
-// back and writes it to the client (queued_forward.cpp), so the client sees an ordinary answer.
+// back and writes it to the client (queued_front.cpp), so the client sees an ordinary answer.
 // One thread: the job's (wire_sink), the front's request's (the head functions are pure).
 #pragma once
 

@@ -1,6 +1,4 @@
-// A front's side of a foreground job (--queue redis, --role front; wire_job.hpp): the client's
-// request enqueued, then the job's log relayed to the client as the answer it is, reading the next
-// batch only once the client took the last one. The client leaving cancels the job; queue-depth
+// A front's side of a foreground job (queued_front.hpp). The client leaving cancels the job; queue-depth
 // bounds the fleet's foreground queue and queue-timeout how long a job may wait in it (503 with
 // Retry-After from the queue's length); a worker lost, Redis gone or its data lost each end the
 // answer with a named error, in-band once the head is out.
@@ -14,7 +12,8 @@
 #include "proxy/in_band.hpp"
 #include "proxy/job_sink.hpp"
 #include "proxy/outcomes.hpp"
-#include "proxy/pipeline.hpp"
+#include "proxy/answers.hpp"
+#include "proxy/queued_front.hpp"
 #include "proxy/wire_job.hpp"
 #include "sse/parser.hpp"
 
@@ -63,7 +62,7 @@ error failure_of(const std::string& object) {
 
 }  // namespace
 
-task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
+task<void> queued_front::forward(request_context& ctx, http::request& req) {
   auto& queue = *cfg_.svc.queue;
   auto* m = cfg_.svc.jobs;
   const std::string id = new_job_id();
@@ -103,15 +102,15 @@ task<void> pipeline::forward_queued(request_context& ctx, http::request& req) {
               std::to_string(queue_retry_after(waiting.value_or(cfg_.svc.admission_opts.queue_depth), *cfg_.jobs)));
     co_return co_await refuse(ctx, admission_error(admission::refusal::queue_full), obs::reject_reason::queue_full, &extra);
   }
-  co_await relay_queued(ctx, id);
+  co_await relay(ctx, id);
 }
 
-// The relay of one foreground job's log to its client (pipeline::relay_queued): what it keeps
+// The relay of one foreground job's log to its client (queued_front::relay): what it keeps
 // between batches, and its steps. Lives in relay_queued's frame, on the client's thread; each step
 // that ends the answer says so (false, or nullopt) and has set how the request ended.
 class queued_relay {
  public:
-  queued_relay(pipeline& p, request_context& ctx, const std::string& id, net::any_io_executor ex);
+  queued_relay(const shared_config& cfg, request_context& ctx, const std::string& id, net::any_io_executor ex);
   queued_relay(const queued_relay&) = delete;
   queued_relay& operator=(const queued_relay&) = delete;
 
@@ -143,7 +142,6 @@ class queued_relay {
   // The drain's cut of an answer under way.
   task<void> cut();
 
-  pipeline& p_;
   const shared_config& cfg_;
   request_context& ctx_;
   const std::string& id_;
@@ -176,15 +174,15 @@ void fill_head(bhttp::response<Body>& res, const wire_head& head, const request_
 
 }  // namespace
 
-queued_relay::queued_relay(pipeline& p, request_context& ctx, const std::string& id, net::any_io_executor ex)
-    : p_(p),
-      cfg_(p.cfg_),
+queued_relay::queued_relay(const shared_config& cfg, request_context& ctx, const std::string& id,
+                           net::any_io_executor ex)
+    : cfg_(cfg),
       ctx_(ctx),
       id_(id),
-      queue_(*p.cfg_.svc.queue),
-      m_(p.cfg_.svc.jobs),
+      queue_(*cfg.svc.queue),
+      m_(cfg.svc.jobs),
       wake_(std::move(ex)),
-      notifier_(p.cfg_.svc.notifier) {
+      notifier_(cfg.svc.notifier) {
   if (notifier_) told_.emplace(notifier_->watch_topic(queue_.response_key(id), wake_.get_handle()));
   enqueued_ = runtime::steady::now();
 }
@@ -360,9 +358,9 @@ task<void> queued_relay::cut() {
   co_await end_with(error::make(errc::overloaded, "The gateway is shutting down; retry the request."), "draining");
 }
 
-task<void> pipeline::relay_queued(request_context& ctx, const std::string& id) {
+task<void> queued_front::relay(request_context& ctx, const std::string& id) {
   auto ex = co_await net::this_coro::executor;
-  queued_relay relay(*this, ctx, id, std::move(ex));
+  queued_relay relay(cfg_, ctx, id, std::move(ex));
   co_await relay.run();
 }
 
