@@ -20,6 +20,7 @@
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
 #include "redis_server.hpp"
+#include "redis_settings.hpp"
 #include "runtime/task_group.hpp"
 
 namespace sluice::redis {
@@ -29,15 +30,7 @@ using namespace std::chrono_literals;
 using test::redis_server;
 using clock_type = std::chrono::steady_clock;
 
-settings local(std::uint16_t port) {
-  settings s;
-  s.server.host = "127.0.0.1";
-  s.server.port = port;
-  s.command_timeout = 1s;  // generous: the machine is shared; the deadline tests set their own
-  s.backoff_min = 10ms;
-  s.backoff_max = 100ms;
-  return s;
-}
+settings local(std::uint16_t port) { return test::local_redis_settings(port); }
 
 task<void> sleep_for(duration d) {
   net::steady_timer t(co_await net::this_coro::executor, d);

@@ -10,6 +10,7 @@
 #include "jobs/wakeup.hpp"
 #include "redis/connection.hpp"
 #include "redis_server.hpp"
+#include "redis_settings.hpp"
 #include "runtime/task_group.hpp"
 
 namespace sluice::jobs {
@@ -18,15 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-redis::settings local(std::uint16_t port) {
-  redis::settings s;
-  s.server.host = "127.0.0.1";
-  s.server.port = port;
-  s.command_timeout = 1s;
-  s.backoff_min = 10ms;
-  s.backoff_max = 100ms;
-  return s;
-}
+redis::settings local(std::uint16_t port) { return test::local_redis_settings(port); }
 
 task<void> pause_for(duration d) {
   net::steady_timer t(co_await net::this_coro::executor, d);

@@ -15,6 +15,7 @@
 #include "jobs/response_backend.hpp"
 #include "redis/connection.hpp"
 #include "redis_server.hpp"
+#include "redis_settings.hpp"
 #include "runtime/task_group.hpp"
 
 namespace sluice::jobs {
@@ -113,21 +114,11 @@ class memory_side final : public job_side {
   memory_backend backend_;
 };
 
-redis::settings local_redis(std::uint16_t port) {
-  redis::settings s;
-  s.server.host = "127.0.0.1";
-  s.server.port = port;
-  s.command_timeout = 500ms;
-  s.backoff_min = 10ms;
-  s.backoff_max = 100ms;
-  return s;
-}
-
 class redis_side final : public job_side {
  public:
   redis_side()
       : queue_("suite:", "worker-1", store_options(), 1000ms, 100),
-        conn_(std::make_shared<redis::connection>(io_.get_executor(), local_redis(server_.port()),
+        conn_(std::make_shared<redis::connection>(io_.get_executor(), test::local_redis_settings(server_.port()),
                                                   redis_queue::scripts(), nullptr)),
         backend_(queue_, [c = conn_.get()]() -> redis::connection* { return c->connected() ? c : nullptr; }, nullptr,
                  10ms) {
