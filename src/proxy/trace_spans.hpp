@@ -1,4 +1,4 @@
-// The spans of one finished request, built from its request_context when it ends (pipeline::finish):
+// The spans of one finished request, built from its request_context when it ends (request_ending::finish):
 // the gateway's server span and, under it, admission, the queue wait, each upstream attempt (client
 // spans), time to first token and the stream. Attribute names follow the OpenTelemetry semantic
 // conventions 1.29.0: HTTP (http.request.method, http.route, http.response.status_code,
