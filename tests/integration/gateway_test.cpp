@@ -311,14 +311,8 @@ TEST_F(GatewayTest, UnreachableUpstreamGives502) {
   app::serve_options go;
   go.http.listen = "127.0.0.1:0";
   go.http.threads = 1;
-  // A port nobody listens on: bind one, learn it, close it.
-  std::uint16_t dead_port;
-  {
-    test::net::io_context io;
-    test::tcp::acceptor a(io, test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), 0));
-    dead_port = a.local_endpoint().port();
-  }
-  go.upstream.urls = {"http://127.0.0.1:" + std::to_string(dead_port)};
+  test::refused_port dead;  // nobody listens there, and nobody else can bind it meanwhile
+  go.upstream.urls = {dead.url()};
   auto made = app::gateway::make(go, "");
   ASSERT_TRUE(made.has_value()) << made.err().message;
   app::gateway& gw = **made;

@@ -19,6 +19,7 @@
 
 #include "loadgen/loadgen.hpp"
 #include "runtime/asio.hpp"
+#include "test_client.hpp"
 
 using namespace sluice;
 using namespace std::chrono_literals;
@@ -255,14 +256,9 @@ TEST(loadgen, status_histogram_and_retry_after) {
 }
 
 TEST(loadgen, connect_errors_when_nothing_listens) {
-  std::uint16_t port;
-  {
-    net::io_context ioc;
-    tcp::acceptor a(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-    port = a.local_endpoint().port();
-  }
+  test::refused_port refused;
   loadgen::options o;
-  o.target = "http://127.0.0.1:" + std::to_string(port);
+  o.target = refused.url();
   o.concurrency = 3;
   o.progress = false;
   auto r = run_ok(o);

@@ -2,7 +2,10 @@
 // so a bug can fail a test but never hang it. Not for production use.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/time.h>
 
 #include <boost/asio/connect.hpp>
@@ -14,6 +17,7 @@
 
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -101,5 +105,32 @@ inline std::chrono::milliseconds wait_until(const std::function<bool()>& pred,
   }
   return limit + std::chrono::milliseconds(1);
 }
+
+// A port on 127.0.0.1 where a connect is refused for as long as this object lives: a TCP socket
+// bound there without SO_REUSEADDR and never listening. The port stays taken, so no listener
+// bound later (the gateway's own, a simulator's) can be given it, as one closed after binding
+// could be.
+class refused_port {
+ public:
+  refused_port() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof at;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&at), len) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&at), &len) != 0)
+      throw std::runtime_error("refused_port: no port to hold");
+    port_ = ntohs(at.sin_port);
+  }
+  refused_port(const refused_port&) = delete;
+  refused_port& operator=(const refused_port&) = delete;
+  ~refused_port() { ::close(fd_); }
+  std::uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_;
+  std::uint16_t port_ = 0;
+};
 
 }  // namespace sluice::test
