@@ -6,11 +6,11 @@
 
 #include "http/error_response.hpp"
 #include "proxy/answers.hpp"
-#include "proxy/body_usage.hpp"
-#include "proxy/event_scan.hpp"
+#include "proxy/relay/body_usage.hpp"
+#include "proxy/relay/event_scan.hpp"
 #include "proxy/outcomes.hpp"
 #include "proxy/pipeline.hpp"
-#include "proxy/relay.hpp"
+#include "proxy/relay/relay.hpp"
 #include "proxy/upstream_request.hpp"
 
 namespace sluice::proxy {
@@ -221,7 +221,13 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
   if (x.response->head()[bhttp::field::content_type].starts_with("text/event-stream"))
     usage.emplace(static_cast<std::size_t>(cfg_.proxy.stream_buffer));
   std::optional<error> failure;
-  bool client_gone = !co_await ctx.conn->write_sized_head(head);
+  // Without one (an SSE answer, a body the upstream ended by closing) it goes chunked: a body
+  // delimited by the close would hold a keep-alive client until the idle timeout.
+  const bool sized = length.has_value();
+  result<void> head_written = ok;
+  if (sized) head_written = co_await ctx.conn->write_sized_head(head);
+  else head_written = co_await ctx.conn->write_head(head);
+  bool client_gone = !head_written;
   while (!client_gone) {
     auto n = co_await x.response->read_some(piece.get(), body_piece_bytes);
     if (!n) {
@@ -230,12 +236,19 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
       break;
     }
     if (*n == 0) {
-      end.written = (co_await ctx.conn->finish_pieces()).has_value();
+      result<void> ended = ok;
+      if (sized) ended = co_await ctx.conn->finish_pieces();
+      else ended = co_await ctx.conn->finish_chunks();
+      end.written = ended.has_value();
       client_gone = !end.written;
       break;
     }
     if (usage) usage->feed(std::string_view(piece.get(), *n));
-    client_gone = !co_await ctx.conn->write_piece(std::string_view(piece.get(), *n));
+    const std::string_view bytes(piece.get(), *n);
+    result<void> written = ok;
+    if (sized) written = co_await ctx.conn->write_piece(bytes);
+    else written = co_await ctx.conn->write_chunk(bytes);
+    client_gone = !written;
     if (!client_gone) end.bytes_out += *n;
   }
   if (usage && usage->usage()) charge_usage(ctx, x, *usage->usage());

@@ -184,6 +184,9 @@ TEST_F(StreamedBodies, ATranscriptionsUsageIsChargedAndItsAudioStreamed) {
   auto streamed = upload(port_, "/v1/audio/transcriptions", streamed_body, false);
   ASSERT_EQ(streamed.result_int(), 200u) << streamed.body();
   EXPECT_EQ(streamed[test::bhttp::field::content_type].substr(0, 17), "text/event-stream");
+  // The upstream sent no length: chunked to the client, never a body that ends only with the
+  // connection (which held this keep-alive client until the idle timeout).
+  EXPECT_EQ(streamed[test::bhttp::field::transfer_encoding], "chunked");
   const auto done_at = streamed.body().rfind("data: ");
   ASSERT_NE(done_at, std::string::npos) << streamed.body();
   const auto done = object_of(streamed.body().substr(done_at + 6));
