@@ -1,10 +1,10 @@
-// A foreground job's head as the front reads it from Redis (proxy/wire_head.hpp): any text either
+// A foreground job's head as the front reads it from Redis (proxy/responses/wire_head.hpp): any text either
 // is refused or parses into a head that, written again, reads back the same; and a job's `wire`
 // field either is refused or names POST/GET and a /v1/ path that writes back unchanged.
 #include <boost/beast/http/fields.hpp>
 
 #include "fuzz_util.hpp"
-#include "proxy/wire_head.hpp"
+#include "proxy/responses/wire_head.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace sluice::proxy;

@@ -15,7 +15,7 @@ build_pkgs=(
 pkgs=("${build_pkgs[@]}"
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   redis-server nginx-light prometheus curl procps python3 python3-yaml universal-ctags valgrind
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev
+  clang-14 clang-tidy-14 libfuzzer-14-dev libclang-rt-14-dev
   dpkg-dev help2man umoci mmdebstrap podman
 )
 build_only=false

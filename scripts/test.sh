@@ -17,6 +17,9 @@ bash scripts/install-deps.sh
 # -Wstringop-overflow did) with line tables (-g1) so every backtrace has its files and lines.
 # Both builds keep line tables only: the compile takes a quarter less time than with full debug
 # info (docs/testing.md).
+phase "clang-tidy on the changed files (scripts/tidy.sh)"
+bash scripts/tidy.sh
+
 phase "build (Release -O3 -g1)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BENCH=ON -DSLUICE_WERROR=ON \
   -DCMAKE_CXX_FLAGS_RELEASE="-O3 -g1 -DNDEBUG" >/dev/null

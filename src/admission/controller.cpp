@@ -1,4 +1,5 @@
 #include "admission/controller.hpp"
+#include "admission/controller_waiter.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -65,83 +66,7 @@ void permit::reset() noexcept {
 
 // ---- lane and waiter --------------------------------------------------------------------------
 
-// The waiters of one queue_lane, oldest first, while it has any. Its storage is inside one of its
-// own waiters (`host`), so opening a lane allocates nothing under the lock; when the host leaves
-// before the others, the lane moves into another waiter's storage (move_lane_locked). All of it is
-// under the controller's mu_.
-struct controller::lane {
-  const void* id = nullptr;
-  waiter* head = nullptr;  // oldest
-  waiter* tail = nullptr;
-  std::uint64_t count = 0;
-  lane* prev = nullptr;  // the ring of lanes with waiters, in serving order
-  lane* next = nullptr;
-  lane* chain = nullptr;  // the next lane in the same index bucket
-  waiter* host = nullptr;
-};
-
-// One queued acquire(). Shared ownership: the queue (queue_ref) while queued, then the posted
-// completion. Timer and cancellation hooks hold weak references, so they never keep it alive.
-// Everything except the queue links, `st` and the grant fields runs on `ex` (the caller's executor).
-struct controller::waiter {
-  // The awaiting coroutine's completion handler, type-erased. Not net::any_completion_handler:
-  // in Boost 1.81 it installs its own handler in the cancellation slot, where ours must live.
-  struct handler_base {
-    virtual ~handler_base() = default;
-    virtual void complete(acquire_result r) = 0;
-  };
-  template <class Handler>
-  struct handler_impl final : handler_base {
-    explicit handler_impl(Handler&& h) : handler(std::move(h)) {}
-    void complete(acquire_result r) override { std::move(handler)(std::move(r)); }
-    Handler handler;
-  };
-  using handler_type = std::unique_ptr<handler_base>;
-
-  waiter(controller& c, std::uint64_t b, const void* l, const net::any_io_executor& e, handler_type h)
-      : owner(&c),
-        lane_id(l),
-        bytes(b),
-        ex(e),
-        work(net::prefer(e, net::execution::outstanding_work.tracked)),
-        timer(e),
-        handler(std::move(h)) {}
-
-  ~waiter() {
-    // Granted, but the completion never ran (its executor was shut down first): the slot and the
-    // bytes must still go back, or they would be lost for good.
-    if (st == wait_state::granted && !delivered) {
-      reservation.reset();
-      owner->release(granted_at);
-    }
-  }
-
-  // Delivers the outcome to the awaiting coroutine; runs on `ex`, exactly once.
-  void finish();
-
-  controller* owner;
-  const void* lane_id;
-  // Links in its lane and the wake list; under owner->mu_ while queued.
-  waiter* prev = nullptr;
-  waiter* next = nullptr;
-  waiter* wake_next = nullptr;
-  std::shared_ptr<waiter> queue_ref;
-  lane lane_storage;  // its lane's state while this waiter is that lane's host
-
-  std::uint64_t bytes;
-  wait_state st = wait_state::waiting;
-  memory_budget::reservation reservation;
-  clock::time_point enqueued{};
-  clock::time_point granted_at{};
-  bool delivered = false;
-
-  net::any_io_executor ex;
-  net::any_io_executor work;  // keeps the caller's io_context running while we wait
-  net::steady_timer timer;
-  net::cancellation_slot own_slot;
-  net::cancellation_slot withdraw_slot;
-  handler_type handler;
-};
+// (controller::lane and controller::waiter: controller_waiter.hpp.)
 
 void controller::waiter::finish() {
   timer.cancel();
@@ -242,99 +167,6 @@ controller::wait_state controller::room_locked(const void* id) const noexcept {
   const std::uint64_t waiting = pod_ ? pod_.slots->queued() : queued_.load(std::memory_order_relaxed);
   if (waiting >= queue_depth_) return wait_state::full;
   return wait_state::waiting;
-}
-
-std::size_t controller::bucket_of(const void* id) const noexcept {
-  // Addresses are aligned: mix the high bits down before masking (Fibonacci hashing).
-  auto x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(id));
-  x = (x ^ (x >> 29)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<std::size_t>(x >> 32) & (buckets_.size() - 1);
-}
-
-controller::lane* controller::find_lane_locked(const void* id) const noexcept {
-  lane* l = buckets_[bucket_of(id)];
-  while (l != nullptr && l->id != id) l = l->chain;
-  return l;
-}
-
-void controller::link_locked(waiter* w) {
-  lane* l = find_lane_locked(w->lane_id);
-  if (l == nullptr) {
-    l = &w->lane_storage;
-    *l = lane{};
-    l->id = w->lane_id;
-    l->host = w;
-    lane*& bucket = buckets_[bucket_of(l->id)];
-    l->chain = bucket;
-    bucket = l;
-    // At the ring's end, just before the cursor: every lane already waiting is served first.
-    if (cursor_ == nullptr) {
-      l->prev = l->next = l;
-      cursor_ = l;
-    } else {
-      l->next = cursor_;
-      l->prev = cursor_->prev;
-      cursor_->prev->next = l;
-      cursor_->prev = l;
-    }
-    lanes_.fetch_add(1, std::memory_order_relaxed);
-  }
-  w->prev = l->tail;
-  w->next = nullptr;
-  if (l->tail != nullptr) l->tail->next = w;
-  else l->head = w;
-  l->tail = w;
-  ++l->count;
-  queued_.fetch_add(1, std::memory_order_relaxed);
-}
-
-void controller::unlink_locked(lane* l, waiter* w) {
-  assert(l != nullptr && l->id == w->lane_id);
-  if (w->prev != nullptr) w->prev->next = w->next;
-  else l->head = w->next;
-  if (w->next != nullptr) w->next->prev = w->prev;
-  else l->tail = w->prev;
-  w->prev = w->next = nullptr;
-  --l->count;
-  queued_.fetch_sub(1, std::memory_order_relaxed);
-  if (pod_) pod_.slots->unqueue(pod_.row);
-  if (l->count == 0) remove_lane_locked(l);
-  else if (l->host == w) move_lane_locked(l, l->head);
-}
-
-void controller::remove_lane_locked(lane* l) {
-  if (l->next == l) {
-    cursor_ = nullptr;
-  } else {
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    if (cursor_ == l) cursor_ = l->next;
-  }
-  lane** p = &buckets_[bucket_of(l->id)];
-  while (*p != l) p = &(*p)->chain;
-  *p = l->chain;
-  *l = lane{};
-  lanes_.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void controller::move_lane_locked(lane* from, waiter* to) {
-  // `to` is in this lane and not its host, so its storage is free. Everything that points at the
-  // lane (its ring neighbours, the cursor, its index bucket) is repointed: O(1), the waiters keep
-  // only the lane's id.
-  lane* l = &to->lane_storage;
-  *l = *from;
-  l->host = to;
-  if (from->next == from) {
-    l->prev = l->next = l;
-  } else {
-    l->prev->next = l;
-    l->next->prev = l;
-  }
-  if (cursor_ == from) cursor_ = l;
-  lane** p = &buckets_[bucket_of(l->id)];
-  while (*p != from) p = &(*p)->chain;
-  *p = l;
-  *from = lane{};
 }
 
 controller::waiter* controller::grant_waiters_locked(clock::time_point now) {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::admission {
 namespace {

@@ -14,7 +14,7 @@
 #include "config/option_table.hpp"
 #include "jobs/redis_eviction.hpp"
 #include "observability/log.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::app {
 
@@ -232,11 +232,11 @@ void gateway::build_responses() {
 void gateway::build_workers() {
   for (std::size_t i = 0; i < pool_.size(); ++i) {
     auto& ctx = pool_.context(i);
-    worker w;
+    thread_parts w;
     w.pipeline = std::make_unique<proxy::pipeline>(ctx.get_executor(), *shared_, tls_.get());
     w.server = std::make_unique<http::server>(ctx, opts_.http, *w.pipeline, server_shared_);
     w.pipeline->set_watchdog(&w.server->watchdog());
-    workers_.push_back(std::move(w));
+    threads_.push_back(std::move(w));
   }
 }
 
@@ -308,7 +308,7 @@ result<void> gateway::load_queue_secret() {
     e.message = opts_.jobs.queue_secret_env + ": " + e.message;
     return e;
   }
-  seal_.emplace(std::move(*made));
+  seal_.emplace(*made);
   return ok;
 }
 

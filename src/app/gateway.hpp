@@ -26,9 +26,9 @@
 #include "observability/metrics.hpp"
 #include "proxy/pipeline.hpp"
 #include "proxy/request_metrics.hpp"
-#include "proxy/stream_metrics.hpp"
+#include "proxy/relay/stream_metrics.hpp"
 #include "proxy/services.hpp"
-#include "proxy/upstream_monitor.hpp"
+#include "proxy/health/upstream_monitor.hpp"
 #include "redis/availability.hpp"
 #include "redis/client.hpp"
 #include "redis/leases.hpp"
@@ -39,9 +39,9 @@
 #include "jobs/metrics.hpp"
 #include "jobs/redis_queue.hpp"
 #include "jobs/response_store.hpp"
-#include "proxy/redis_worker.hpp"
+#include "proxy/responses/redis_worker.hpp"
 #include "runtime/task_group.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::app {
 
@@ -101,7 +101,7 @@ class gateway {
   const redis::lease_keeper* leases() const noexcept { return leases_.get(); }
 
  private:
-  struct worker {
+  struct thread_parts {  // one per thread: its pipeline and server
     std::unique_ptr<proxy::pipeline> pipeline;
     std::unique_ptr<http::server> server;
   };
@@ -201,10 +201,10 @@ class gateway {
   // The background loops on thread 0 (memory pressure, probes, engine scrapes, the responses'
   // retention): cancelled at stop.
   runtime::task_group background_;
-  runtime::worker_pool pool_;
-  std::vector<worker> workers_;  // after pool_: destroyed first, while the io_contexts still exist
+  runtime::loop_pool pool_;
+  std::vector<thread_parts> threads_;  // after pool_: destroyed first, while the io_contexts still exist
   // admin-listen: one server on thread 0 with its own connection cap, answering probes and metrics
-  // through thread 0's pipeline (after pool_ and workers_' pipelines it uses: destroyed first).
+  // through thread 0's pipeline (after pool_ and threads_' pipelines it uses: destroyed first).
   class admin_handler;
   http::server_options admin_opts_;
   http::server_shared admin_shared_;

@@ -13,7 +13,7 @@
 #include "config/option_table.hpp"
 #include "jobs/redis_eviction.hpp"
 #include "observability/log.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::app {
 
@@ -60,7 +60,7 @@ result<tcp::endpoint> gateway::start(int inherited_listener, int inherited_admin
   if (!bound) return bound;
   runtime::raise_fd_limit();
   sample_memory();
-  for (auto& w : workers_) w.server->start();
+  for (auto& w : threads_) w.server->start();
   if (admin_server_) admin_server_->start();
   start_pressure_and_pod_loops();
   start_jobs();
@@ -87,7 +87,7 @@ result<void> gateway::start_admin(int inherited_admin) {
   if (opts_.http.admin_listen.empty() && inherited_admin < 0) return ok;
   admin_opts_ = opts_.http;
   admin_opts_.max_connections = opts_.http.admin_max_connections;
-  admin_handler_ = std::make_unique<admin_handler>(*workers_[0].pipeline);
+  admin_handler_ = std::make_unique<admin_handler>(*threads_[0].pipeline);
   admin_server_ = std::make_unique<http::server>(pool_.context(0), admin_opts_, *admin_handler_, admin_shared_);
   result<tcp::endpoint> at = tcp::endpoint{};
   if (inherited_admin >= 0) {
@@ -105,7 +105,7 @@ result<void> gateway::start_admin(int inherited_admin) {
 result<tcp::endpoint> gateway::bind_listeners(int inherited_listener) {
   tcp::endpoint bound;
   if (inherited_listener >= 0) {
-    for (auto& w : workers_) {
+    for (auto& w : threads_) {
       auto r = w.server->adopt(inherited_listener);
       if (!r) return std::move(r).err();
       bound = *r;
@@ -114,7 +114,7 @@ result<tcp::endpoint> gateway::bind_listeners(int inherited_listener) {
   }
   auto ep = listen_endpoint(opts_.http.listen);
   if (!ep) return std::move(ep).err();
-  for (auto& w : workers_) {
+  for (auto& w : threads_) {
     auto r = w.server->listen(*ep);
     if (!r) return std::move(r).err();
     bound = *r;
@@ -138,7 +138,7 @@ void gateway::start_pressure_and_pod_loops() {
   }
   if (mode_.pod_handover) {  // connections other workers hand to this one, spread over its threads
     std::vector<http::server*> servers;
-    for (auto& w : workers_) servers.push_back(w.server.get());
+    for (auto& w : threads_) servers.push_back(w.server.get());
     background_.spawn(ex, receive_handovers(pod_.mesh->inbox(pod_.row), std::move(servers)), "handover receive loop",
                       true);
   }
@@ -149,14 +149,15 @@ void gateway::start_pressure_and_pod_loops() {
 void gateway::start_jobs() {
   if (mode_.redis_queue) {
     redis_worker_ = std::make_unique<proxy::redis_worker>(
-        *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *workers_[t].pipeline; }, *jobs_metrics_,
+        *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *threads_[t].pipeline; }, *jobs_metrics_,
         drain_, notifier_.get(), seal_ ? &*seal_ : nullptr);
     redis_worker_->start(job_slots_);
     services_->queue_worker = redis_worker_.get();
   } else {
     for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
-      const std::size_t t = static_cast<std::size_t>(i % workers_.size());
-      job_slots_.spawn(pool_.context(t).get_executor(), workers_[t].pipeline->run_jobs(*responses_), "job slot", true);
+      const std::size_t t = static_cast<std::size_t>(i % threads_.size());
+      job_slots_.spawn(pool_.context(t).get_executor(), proxy::run_jobs(*threads_[t].pipeline, *responses_, drain_.draining, jobs_metrics_.get()),
+                      "job slot", true);
     }
   }
   background_.spawn(pool_.context(0).get_executor(),
@@ -190,7 +191,7 @@ void gateway::drain() {
   drain_.draining = true;  // /readyz fails; responses carry Connection: close
   obs::log_info("draining: readiness is failing", {{"drain_delay_ms", std::chrono::duration<double, std::milli>(opts_.drain_delay).count()}});
   std::this_thread::sleep_for(opts_.drain_delay);
-  for (auto& w : workers_) w.server->stop_accepting();
+  for (auto& w : threads_) w.server->stop_accepting();
   admission_->set_draining(true);  // queued requests are refused; running streams go on
   finish_streams();
 }
@@ -198,7 +199,7 @@ void gateway::drain() {
 void gateway::retire() {
   if (!started_ || stopped_) return;
   drain_.retiring = true;
-  for (auto& w : workers_) w.server->stop_accepting_now();
+  for (auto& w : threads_) w.server->stop_accepting_now();
   if (admin_server_) admin_server_->stop_accepting_now();
   obs::log_info("retiring: a reload started this worker's successor; it accepts no more, and finishes its streams",
                 {{"streams", stream_metrics_->streams_active().value()}});
@@ -228,7 +229,7 @@ void gateway::stop() {
       redis_tasks_.cancel();  // the lease renewals
       redis_->stop();
     }
-    for (auto& w : workers_) w.server->close_all();
+    for (auto& w : threads_) w.server->close_all();
     if (admin_server_) admin_server_->close_all();
     pool_.release();
     // Every session notices its closed socket at once; give them a moment to unwind cleanly.
@@ -240,7 +241,7 @@ void gateway::stop() {
   if (shared_keys_) shared_keys_->detach();
   if (budgets_) budgets_->client = nullptr;
   admin_server_.reset();
-  workers_.clear();
+  threads_.clear();
   monitor_.reset();
   // The subscriber connection lives on thread 0's io_context: it goes before the pool does, started
   // or not (its timer's service is the io_context's).

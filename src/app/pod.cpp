@@ -2,15 +2,15 @@
 
 #include <cstring>
 
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::app {
 
-std::string_view to_string(worker_exit e) noexcept {
+std::string_view to_string(process_exit e) noexcept {
   switch (e) {
-    case worker_exit::exit: return "exit";
-    case worker_exit::killed: return "killed";
-    case worker_exit::signal: return "signal";
+    case process_exit::exit: return "exit";
+    case process_exit::killed: return "killed";
+    case process_exit::signal: return "signal";
   }
   return "exit";
 }
@@ -116,9 +116,9 @@ pod_metrics::pod_metrics(const pod_state& pod) {
           [p] { return static_cast<double>(p->live_workers()); });
   scraped("sluice_worker_processes_configured", "Worker processes per generation (--processes).", {},
           [p] { return static_cast<double>(p->processes.load(std::memory_order_relaxed)); });
-  for (std::size_t i = 0; i < worker_exit_kinds; ++i)
+  for (std::size_t i = 0; i < process_exit_kinds; ++i)
     scraped("sluice_worker_exits_total", "Worker processes that ended without being asked to, by how.",
-            {{"reason", std::string(to_string(static_cast<worker_exit>(i)))}},
+            {{"reason", std::string(to_string(static_cast<process_exit>(i)))}},
             [p, i] { return static_cast<double>(p->exits[i].load(std::memory_order_relaxed)); });
   scraped("sluice_worker_restarts_total", "Replacement worker processes started by the supervisor.", {},
           [p] { return static_cast<double>(p->restarts.load(std::memory_order_relaxed)); });

@@ -29,9 +29,9 @@ namespace sluice::app {
 
 // Why a worker process ended without being asked to: `exit` (it exited, with any code), `killed`
 // (SIGKILL: `kill -9` or the kernel's OOM killer), `signal` (any other signal: a crash).
-enum class worker_exit { exit, killed, signal };
-inline constexpr std::size_t worker_exit_kinds = 3;
-std::string_view to_string(worker_exit e) noexcept;
+enum class process_exit { exit, killed, signal };
+inline constexpr std::size_t process_exit_kinds = 3;
+std::string_view to_string(process_exit e) noexcept;
 
 struct pod_worker {
   std::atomic<std::int32_t> pid{0};  // 0: a free row
@@ -72,7 +72,7 @@ struct pod_state {
   static_assert(routing::pod_circuits::max_workers == max_workers);
 
   std::array<pod_worker, max_workers> workers;
-  std::array<std::atomic<std::uint64_t>, worker_exit_kinds> exits{};  // unexpected ends, by kind
+  std::array<std::atomic<std::uint64_t>, process_exit_kinds> exits{};  // unexpected ends, by kind
   std::atomic<std::uint64_t> restarts{0};
   std::atomic<std::uint64_t> reloads_done{0};
   std::atomic<std::uint64_t> reloads_refused{0};

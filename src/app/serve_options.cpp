@@ -5,7 +5,7 @@
 
 #include "app/pod.hpp"
 #include "config/option_table.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 #include "upstream/url.hpp"
 
 namespace sluice::app {

@@ -11,7 +11,7 @@
 #include "observability/log.hpp"
 #include "observability/span_exporter.hpp"
 #include "proxy/options.hpp"
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 #include "redis/options.hpp"
 #include "routing/options.hpp"
 #include "upstream/options.hpp"

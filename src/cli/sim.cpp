@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 #include "sim/server.hpp"
 
 namespace sluice::cli {

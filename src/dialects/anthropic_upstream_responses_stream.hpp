@@ -32,7 +32,7 @@ class messages_to_responses_stream {
   // The text, thinking and tool arguments one response may carry by default: all of it is kept for
   // the `.done` events and response.completed, which is about this large (more where JSON escapes
   // characters). The gateway passes its stream-buffer bound instead (the largest event its relay
-  // takes, as for any Responses upstream: proxy/anthropic_upstream.cpp).
+  // takes, as for any Responses upstream: proxy/adapters/anthropic_upstream.cpp).
   static constexpr std::size_t max_output_bytes = 1024 * 1024;
 
   explicit messages_to_responses_stream(response_start_info info, std::size_t max_output = max_output_bytes)

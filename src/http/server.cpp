@@ -13,7 +13,7 @@
 
 #include "observability/log.hpp"
 #include "runtime/unique_fd.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::http {
 

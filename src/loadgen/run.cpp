@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "loadgen/engine.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::loadgen {
 namespace {
@@ -64,7 +64,7 @@ result<tcp::endpoint> checked_endpoint(const options& opt, const target_url& tar
 
 // One thread_state per pool thread, the deadline armed on each thread with workers, and the
 // workers spawned round-robin over the threads. The clock starts here.
-void start_workers(runtime::worker_pool& pool, std::size_t threads, detail::run_state& rs, thread_states& states) {
+void start_workers(runtime::loop_pool& pool, std::size_t threads, detail::run_state& rs, thread_states& states) {
   for (std::size_t i = 0; i < threads; ++i) states.push_back(std::make_unique<detail::thread_state>(pool.context(i)));
   rs.start = clock::now();
   rs.deadline = rs.start + std::chrono::duration_cast<clock::duration>(rs.opt.duration_limit);
@@ -122,7 +122,7 @@ bool watch_workers(const options& opt, detail::run_state& rs, const thread_state
 // the grace; the pool is gone on return. rep gets the RSS peak and the wall time.
 void run_workers(const options& opt, std::size_t threads, detail::run_state& rs, thread_states& states, report& rep,
                  int pid) {
-  runtime::worker_pool pool(threads);
+  runtime::loop_pool pool(threads);
   start_workers(pool, threads, rs, states);
   pool.start();
   pool.release();

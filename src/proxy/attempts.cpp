@@ -6,7 +6,7 @@
 #include "observability/log.hpp"
 #include "proxy/pipeline.hpp"
 
-#include "proxy/anthropic_upstream.hpp"
+#include "proxy/adapters/anthropic_upstream.hpp"
 #include "proxy/upstream_request.hpp"
 #include "routing/headers.hpp"
 

@@ -5,10 +5,10 @@
 #include "proxy/probes.hpp"
 
 #include "http/error_response.hpp"
-#include "proxy/job_sink.hpp"
-#include "proxy/messages_dialect.hpp"
+#include "proxy/responses/job_sink.hpp"
+#include "proxy/adapters/messages_dialect.hpp"
 #include "proxy/outcomes.hpp"
-#include "proxy/redis_worker.hpp"
+#include "proxy/responses/redis_worker.hpp"
 #include "proxy/request_id.hpp"
 #include "proxy/route_parse.hpp"
 #include "proxy/upstream_request.hpp"

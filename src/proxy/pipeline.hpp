@@ -15,17 +15,17 @@
 #include "http/server.hpp"
 #include "proxy/answers.hpp"
 #include "proxy/attempts.hpp"
-#include "proxy/job_runner.hpp"
+#include "proxy/responses/job_runner.hpp"
 #include "proxy/options.hpp"
-#include "proxy/relay.hpp"
+#include "proxy/relay/relay.hpp"
 #include "proxy/request_context.hpp"
 #include "proxy/services.hpp"
 #include "proxy/shared_config.hpp"
-#include "proxy/queued_front.hpp"
+#include "proxy/responses/queued_front.hpp"
 #include "proxy/request_ending.hpp"
-#include "proxy/stored_responses.hpp"
+#include "proxy/responses/stored_responses.hpp"
 #include "proxy/streamed_routes.hpp"
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 #include "routing/router.hpp"
 #include "runtime/watchdog.hpp"
 #include "upstream/client.hpp"
@@ -53,16 +53,10 @@ class pipeline final : public http::request_handler, public job_runner {
   // A request on the admin address (admin-listen): the probes and /metrics; anything else 404.
   task<bool> handle_admin(http::request req, http::connection& conn);
 
-  // A worker slot for background jobs (background.cpp): takes jobs from the store while it is not
-  // draining, one at a time; spawned worker-max-jobs times across the threads.
-  task<void> run_jobs(jobs::memory_store& store);
-  // One job, already started (in_progress), run on this pipeline's thread into its record through
-  // the same attempt loop and relay as a client's request; returns once the record is final.
-  // (--queue redis: redis_worker takes the jobs and calls this, through job_runner.)
-  task<void> run_job(std::shared_ptr<jobs::response_record> rec) override;
-  // A foreground job (rec->wire(): --queue redis, a front's client waits on it), run the same way
-  // into its record as the answer's head and body pieces (wire_job.hpp).
-  task<void> run_wire_job(std::shared_ptr<jobs::response_record> rec) override;
+  // A job's request through the phases into its downstream (run_job.cpp; job_runner: the
+  // responses module runs background, recorded and foreground jobs through it).
+  task<void> run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
+                        std::string request_id) override;
 
   // The watchdog of this pipeline's thread (owned by its http::server); relays register with it.
   void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
@@ -106,9 +100,6 @@ class pipeline final : public http::request_handler, public job_runner {
   task<whole_check> check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
                                        unsigned& status, std::string& body);
 
-  // A job's request through forward() into `sink`, stopped by the record's cancel.
-  task<void> run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
-                        std::string request_id);
   // (--queue redis, --role front: a client's request as a foreground job is queued_front's.)
 
   // (The probes are probes.hpp's serve_probe.)

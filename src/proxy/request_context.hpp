@@ -15,7 +15,7 @@
 #include "proxy/cancel.hpp"
 #include "proxy/request_trace.hpp"
 #include "proxy/request_validation.hpp"
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 #include "runtime/watchdog.hpp"
 
 namespace sluice::proxy {

@@ -9,7 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include "proxy/duplicate_members.hpp"
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 
 namespace sluice::proxy {
 namespace json = boost::json;

@@ -20,6 +20,8 @@ namespace sluice::proxy {
 // passthrough: a route whose bodies go through as they are (streamed_routes.hpp), never parsed.
 // realtime: GET /v1/realtime, a WebSocket session (realtime_relay.hpp).
 enum class api { chat_completions, completions, responses, embeddings, moderations, count_tokens, passthrough, realtime };
+// The path of api::count_tokens (the Messages API front and an Anthropic upstream both read it).
+inline constexpr std::string_view count_tokens_path = "/v1/messages/count_tokens";
 
 // The JSON schema a request asks its output to follow (chat and legacy completions
 // `response_format.json_schema`, responses `text.format`); see structured_output.hpp.

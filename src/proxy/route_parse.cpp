@@ -2,7 +2,7 @@
 // streamed routes (streamed_routes.hpp) and the Realtime session's query.
 #include "proxy/route_parse.hpp"
 
-#include "proxy/job_sink.hpp"
+#include "proxy/request_id.hpp"
 #include "proxy/streamed_routes.hpp"
 
 namespace sluice::proxy {

@@ -4,7 +4,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "proxy/pipeline.hpp"
-#include "proxy/realtime_relay.hpp"
+#include "proxy/relay/realtime_relay.hpp"
 #include "proxy/upstream_request.hpp"
 
 namespace sluice::proxy {

@@ -24,7 +24,7 @@
 #include "observability/span_exporter.hpp"
 #include "proxy/request_metrics.hpp"
 #include "proxy/secret_scrubber.hpp"
-#include "proxy/stream_metrics.hpp"
+#include "proxy/relay/stream_metrics.hpp"
 #include "proxy/upstream_metrics.hpp"
 #include "redis/client.hpp"
 

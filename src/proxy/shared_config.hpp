@@ -5,7 +5,7 @@
 #include "jobs/options.hpp"
 #include "proxy/options.hpp"
 #include "proxy/services.hpp"
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 #include "routing/router.hpp"
 #include "schema/cache.hpp"
 #include "upstream/options.hpp"

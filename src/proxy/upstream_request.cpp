@@ -5,8 +5,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "proxy/anthropic_upstream.hpp"
-#include "proxy/azure_upstream.hpp"
+#include "proxy/adapters/anthropic_upstream.hpp"
+#include "proxy/adapters/azure_upstream.hpp"
 
 namespace sluice::proxy {
 

@@ -7,7 +7,7 @@
 
 namespace sluice::redis {
 
-client::client(runtime::worker_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls)
+client::client(runtime::loop_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls)
     : pool_(pool), metrics_(std::make_shared<metrics>(scripts)), settings_(s), tls_(tls) {
   connections_.reserve(pool.size());
   for (std::size_t i = 0; i < pool.size(); ++i) {
@@ -25,7 +25,7 @@ std::shared_ptr<connection> client::add_subscriber(std::size_t thread) {
 }
 
 connection* client::current() noexcept {
-  const std::size_t i = runtime::worker_pool::this_thread_index();
+  const std::size_t i = runtime::loop_pool::this_thread_index();
   // The index names a thread of some pool; it is this client's only if that thread runs this
   // pool's io_context (a test may run several pools in one process).
   if (i >= connections_.size() || !pool_.context(i).get_executor().running_in_this_thread()) return nullptr;

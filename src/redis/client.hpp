@@ -9,14 +9,14 @@
 
 #include "redis/connection.hpp"
 #include "runtime/task_group.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::redis {
 
 class client {
  public:
   // `tls` is needed for rediss:// and must outlive the client.
-  client(runtime::worker_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls = nullptr);
+  client(runtime::loop_pool& pool, settings s, std::vector<script> scripts, ssl::context* tls = nullptr);
   ~client();
   client(const client&) = delete;
   client& operator=(const client&) = delete;
@@ -42,7 +42,7 @@ class client {
   std::shared_ptr<const metrics> metrics_collectable() const noexcept { return metrics_; }
 
  private:
-  runtime::worker_pool& pool_;
+  runtime::loop_pool& pool_;
   std::shared_ptr<metrics> metrics_;
   std::vector<std::shared_ptr<connection>> connections_;
   std::vector<std::shared_ptr<connection>> subscribers_;

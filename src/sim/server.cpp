@@ -166,7 +166,7 @@ result<tcp::endpoint> server::start() {
   st.limiter.reset();
   if (st.opts.limit_rpm > 0 || st.opts.limit_tpm > 0)
     st.limiter = std::make_unique<rate_limiter>(st.opts.limit_rpm, st.opts.limit_tpm, std::chrono::steady_clock::now());
-  st.pool = std::make_unique<runtime::worker_pool>(st.opts.threads);
+  st.pool = std::make_unique<runtime::loop_pool>(st.opts.threads);
   st.workers.clear();
   st.counts.clear();
   tcp::endpoint ep(*addr, hp->port);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/task_group.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 #include "sim/control.hpp"
 #include "sim/file_store.hpp"
 #include "sim/object_families.hpp"
@@ -101,7 +101,7 @@ struct worker {
 struct server::state {
   explicit state(options o) : opts(std::move(o)), files(opts.file_store_bytes) {}
   options opts;
-  std::unique_ptr<runtime::worker_pool> pool;
+  std::unique_ptr<runtime::loop_pool> pool;
   std::vector<std::unique_ptr<worker>> workers;
   std::vector<std::unique_ptr<counters>> counts;  // one per worker
   tcp::endpoint bound;

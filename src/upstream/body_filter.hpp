@@ -1,6 +1,6 @@
 // upstream::body_filter: what a response's body becomes before its reader sees it, for an upstream
 // that speaks another API than the one the reader relays (an Anthropic upstream's Messages events
-// become chat-completions chunks: proxy/anthropic_upstream.hpp). The response feeds it the body's
+// become chat-completions chunks: proxy/adapters/anthropic_upstream.hpp). The response feeds it the body's
 // bytes as they are decoded, in whatever pieces the socket gave, and hands the reader what it
 // wrote instead; a filter holds its own state only, so the body stays bounded. One thread: the
 // response's.

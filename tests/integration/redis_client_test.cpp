@@ -474,7 +474,7 @@ TEST_F(RedisClient, TlsWithAVerifiedCertificate) {
 TEST(RedisClientPool, OneConnectionPerWorkerThread) {
   redis_server server;
   ASSERT_TRUE(server.running());
-  runtime::worker_pool pool(3);
+  runtime::loop_pool pool(3);
   runtime::task_group tasks("redis-pool-test");
   client redis(pool, local(server.port()), {script::make("incr", "return redis.call('INCR', KEYS[1])")});
   ASSERT_EQ(redis.size(), 3u);

@@ -23,7 +23,7 @@
 #include "redis/leases.hpp"
 #include "redis_server.hpp"
 #include "runtime/task_group.hpp"
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 
 namespace sluice::admission {
 namespace {
@@ -44,7 +44,7 @@ redis::options options_for(std::uint16_t port, redis::failure_mode mode = redis:
 
 // One replica's shared limits: its own client (a connection per pool thread), keeper and limits.
 struct replica {
-  replica(runtime::worker_pool& pool, const std::string& keys_text, const redis::options& o, bool renew = true)
+  replica(runtime::loop_pool& pool, const std::string& keys_text, const redis::options& o, bool renew = true)
       : availability(o.on_failure, "redis://test"),
         leases(redis::lease_keeper::random_replica_name(), o.lease),
         limits(client_keys::parse(keys_text).value(), o, availability, leases) {
@@ -130,7 +130,7 @@ class SharedLimits : public ::testing::Test {
     EXPECT_EQ(r.limits.settles_in_flight(), 0u);
   }
 
-  runtime::worker_pool pool_{2};
+  runtime::loop_pool pool_{2};
   std::vector<std::unique_ptr<replica>> replicas_;
 };
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/worker_pool.hpp"
+#include "runtime/loop_pool.hpp"
 #include "sim/server.hpp"
 
 using namespace sluice;

@@ -4,6 +4,9 @@
 - no function in src/ is longer than HARD lines, and at most SOFT_COUNT are longer than SOFT
   (lengths from Universal Ctags: a definition's first line to its last, both counted);
 - no two .cpp files include each other's headers (a cycle between two files);
+- proxy/'s folders include one another only downward (FOLDER_RULES; docs/architecture.md): the
+  relay and structured outputs never reach the responses, the adapters or the pipeline; the
+  responses module reaches the pipeline only through job_runner; nothing includes the health checks;
 - no lambda that captures is a coroutine: its frame outlives the full expression that made it, so
   the captures dangle once the first co_await suspends (pass what it needs as parameters).
 
@@ -61,6 +64,32 @@ def include_findings():
     return found
 
 
+# (folder of the including file, what it must not include): a path prefix under src/.
+FOLDER_RULES = [
+    ("proxy/relay/", ("proxy/responses/", "proxy/adapters/", "proxy/health/", "proxy/pipeline.hpp")),
+    ("proxy/structured/", ("proxy/relay/", "proxy/responses/", "proxy/adapters/", "proxy/health/",
+                           "proxy/pipeline.hpp")),
+    ("proxy/responses/", ("proxy/adapters/", "proxy/health/", "proxy/pipeline.hpp")),
+    ("proxy/adapters/", ("proxy/responses/", "proxy/health/", "proxy/pipeline.hpp")),
+    ("proxy/health/", ("proxy/relay/", "proxy/structured/", "proxy/responses/", "proxy/pipeline.hpp")),
+    ("proxy/", ("proxy/health/",)),
+]
+
+
+def folder_findings():
+    found = []
+    for path in sorted(src.rglob("*.[ch]pp")):
+        here = str(path.relative_to(src))
+        for folder, banned in FOLDER_RULES:
+            if not here.startswith(folder):
+                continue
+            for inc in INCLUDE.findall(path.read_text()):
+                if any(inc.startswith(b) and not here.startswith(b) for b in banned):
+                    found.append(f"src/{here}: includes {inc}, against the direction of proxy/'s folders")
+            break  # the first (most specific) rule that names the file's folder
+    return found
+
+
 def strip(text):
     """The text with comments, string and character literals blanked (lines kept)."""
     pattern = re.compile(r'//[^\n]*|/\*.*?\*/|R"([^(]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
@@ -98,13 +127,14 @@ def lambda_findings():
 
 
 def main():
-    findings = function_findings() + include_findings() + lambda_findings()
+    findings = function_findings() + include_findings() + folder_findings() + lambda_findings()
     for f in findings:
         print(f)
     if findings:
         return 1
     print(f"code shape: no function over {HARD} lines, at most {SOFT_COUNT} over {SOFT}; "
-          "no include cycle between two files; no capturing lambda coroutine")
+          "no include cycle between two files; proxy/'s folders include downward only; "
+          "no capturing lambda coroutine")
     return 0
 
 

@@ -1,4 +1,4 @@
-// The request side of an Anthropic upstream (proxy/anthropic_upstream.hpp, through
+// The request side of an Anthropic upstream (proxy/adapters/anthropic_upstream.hpp, through
 // prepare_attempt): the attempt's body is the Messages request, its path /v1/messages, its
 // credential x-api-key with anthropic-version and never Authorization or OpenAI's billing headers;
 // an attempt on an OpenAI upstream after it sends the chat body and the Bearer key again; a route
@@ -7,7 +7,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "proxy/anthropic_upstream.hpp"
+#include "proxy/adapters/anthropic_upstream.hpp"
 #include "proxy/upstream_request.hpp"
 #include "routing/router.hpp"
 

@@ -1,11 +1,11 @@
-// An Azure OpenAI upstream's address and credential (proxy/azure_upstream.hpp, through
+// An Azure OpenAI upstream's address and credential (proxy/adapters/azure_upstream.hpp, through
 // prepare_attempt): deployment paths for the routes that name a model, the api-version query of the
 // upstream's URL on every request, the key as `api-key` and never as Authorization; a model no
 // Azure path can carry is refused before anything is sent. Any other upstream's target is its base
 // and the route, with the URL's query when it has one.
 #include <gtest/gtest.h>
 
-#include "proxy/azure_upstream.hpp"
+#include "proxy/adapters/azure_upstream.hpp"
 #include "proxy/upstream_request.hpp"
 #include "routing/router.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "proxy/event_scan.hpp"
+#include "proxy/relay/event_scan.hpp"
 
 namespace sluice::proxy {
 

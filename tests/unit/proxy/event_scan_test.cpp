@@ -1,7 +1,7 @@
 // scan_event against a DOM-built oracle: every field must agree on every sample, and malformed
 // payloads must be refused exactly where boost::json::parse refuses them (or the top level is not
 // an object).
-#include "proxy/event_scan.hpp"
+#include "proxy/relay/event_scan.hpp"
 #include "event_scan_oracle.hpp"
 
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "proxy/messages_dialect.hpp"
+#include "proxy/adapters/messages_dialect.hpp"
 
 namespace {
 

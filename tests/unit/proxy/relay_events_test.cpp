@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "proxy/relay_events.hpp"
+#include "proxy/relay/relay_events.hpp"
 
 using namespace sluice::proxy;
 

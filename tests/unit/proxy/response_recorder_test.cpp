@@ -12,7 +12,7 @@
 #include <boost/json/parse.hpp>
 
 #include "core/json_text.hpp"
-#include "proxy/job_sink.hpp"
+#include "proxy/responses/job_sink.hpp"
 
 using namespace sluice;
 using namespace sluice::proxy;

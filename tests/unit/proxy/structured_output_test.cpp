@@ -9,7 +9,7 @@
 
 #include "config/option_table.hpp"
 #include "proxy/request_validation.hpp"
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 
 using namespace sluice;
 using namespace sluice::proxy;

@@ -5,7 +5,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "proxy/structured_output.hpp"
+#include "proxy/structured/structured_output.hpp"
 
 using namespace sluice;
 using namespace sluice::proxy;

@@ -1,8 +1,8 @@
-// A foreground job's head (proxy/wire_head.hpp): what the worker writes, the front reads back
+// A foreground job's head (proxy/responses/wire_head.hpp): what the worker writes, the front reads back
 // whole; the framing fields are the front's own; anything else is refused.
 #include <gtest/gtest.h>
 
-#include "proxy/wire_head.hpp"
+#include "proxy/responses/wire_head.hpp"
 
 using namespace sluice::proxy;
 
