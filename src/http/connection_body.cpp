@@ -86,6 +86,9 @@ task<result<std::size_t>> connection::read_body_some(char* dst, std::size_t cap)
       auto n = put_body(dst + got, cap - got, used);
       if (!n) co_return std::move(n).err();
       got += *n;
+      // The put that takes a chunked body's last line ("0\r\n\r\n") may give no byte: the body has
+      // ended, with nothing to wait for (a read here waited body-timeout and answered 408).
+      if (p.is_done()) break;
       if (used > 0 && buffer_.size() > 0) continue;  // framing taken (a chunk's header): its bytes next
     }
     const std::size_t room = std::min(body_read_bytes, buffer_.max_size() - buffer_.size());

@@ -55,6 +55,24 @@ std::string upload_head(const std::string& target, std::optional<std::size_t> le
 }
 
 // Sends `body` in 64 KiB writes (chunked: one chunk each), then reads the answer.
+// The answer on `c`, after an interim 100 Continue when the head asked for one.
+test::bhttp::response<test::bhttp::string_body> read_answer(test::client_socket& c) {
+  boost::system::error_code ec;
+  boost::beast::flat_buffer buf;
+  std::optional<test::bhttp::response_parser<test::bhttp::string_body>> parser;
+  do {
+    parser.emplace();
+    parser->body_limit(64 * 1024 * 1024);
+    test::bhttp::read(c.sock, buf, *parser, ec);
+  } while (!ec && parser->get().result_int() / 100 == 1);
+  if (ec) {
+    test::bhttp::response<test::bhttp::string_body> failed{test::bhttp::status::unknown, 11};
+    failed.body() = "transport error: " + ec.message();
+    return failed;
+  }
+  return parser->release();
+}
+
 test::bhttp::response<test::bhttp::string_body> upload(std::uint16_t port, const std::string& target, const std::string& body,
                                                        bool chunked, const std::string& extra = "") {
   test::client_socket c(port);
@@ -71,19 +89,12 @@ test::bhttp::response<test::bhttp::string_body> upload(std::uint16_t port, const
     }
   }
   if (chunked && !ec) test::net::write(c.sock, test::net::buffer(std::string_view("0\r\n\r\n")), ec);
-  boost::beast::flat_buffer buf;
-  std::optional<test::bhttp::response_parser<test::bhttp::string_body>> parser;
-  do {  // an interim 100 Continue first, when the head asked for it
-    parser.emplace();
-    parser->body_limit(64 * 1024 * 1024);
-    test::bhttp::read(c.sock, buf, *parser, ec);
-  } while (!ec && parser->get().result_int() / 100 == 1);
   if (ec) {
     test::bhttp::response<test::bhttp::string_body> failed{test::bhttp::status::unknown, 11};
     failed.body() = "transport error: " + ec.message();
     return failed;
   }
-  return parser->release();
+  return read_answer(c);
 }
 
 std::uint64_t metric(std::uint16_t port, const std::string& series) {
