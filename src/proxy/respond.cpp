@@ -195,6 +195,34 @@ namespace {
 constexpr std::string_view body_headers[] = {"content-type", "content-disposition", "content-language",
                                              "content-encoding", "cache-control", "etag", "last-modified"};
 constexpr std::size_t body_piece_bytes = 64 * 1024;  // a streamed answer's one buffer
+
+// A streamed route's answer head: the upstream's status and the headers that describe its body,
+// the gateway's own stamps, and the upstream's length when it sent one (a download's progress has
+// its total).
+bhttp::response<bhttp::empty_body> body_answer_head(const request_context& ctx, const exchange& x) {
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), ctx.version};
+  for (auto name : body_headers)
+    if (auto v = x.response->head()[name]; !v.empty()) head.set(name, v);
+  stamp(head, ctx);
+  head.set(attempts_header, std::to_string(x.attempts));
+  head.set(upstream_header, x.lease.upstream().spec.name);
+  for (const auto& f : x.response->head())
+    if (passback(f.name_string())) head.set(f.name_string(), f.value());
+  head.keep_alive(ctx.keep_alive);
+  if (const auto length = x.response->content_length()) head.content_length(*length);
+  return head;
+}
+
+// How that answer's body is framed: by the length when the head has one, chunked otherwise (an SSE
+// answer, a body the upstream ended by closing): a body delimited by the close would hold a
+// keep-alive client until the idle timeout. Each call returns the downstream's own task.
+struct body_framing {
+  http::downstream& to;
+  bool sized;
+  task<result<void>> head(bhttp::response<bhttp::empty_body>& h) { return sized ? to.write_sized_head(h) : to.write_head(h); }
+  task<result<void>> piece(std::string_view bytes) { return sized ? to.write_piece(bytes) : to.write_chunk(bytes); }
+  task<result<void>> finish() { return sized ? to.finish_pieces() : to.finish_chunks(); }
+};
 }  // namespace
 
 task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
@@ -202,18 +230,8 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
   end.status = static_cast<int>(x.status);
   end.upstream = x.lease.upstream().spec.name;
   end.attempts = x.attempts;
-  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(x.status), ctx.version};
-  for (auto name : body_headers)
-    if (auto v = x.response->head()[name]; !v.empty()) head.set(name, v);
-  stamp(head, ctx);
-  head.set(attempts_header, std::to_string(x.attempts));
-  head.set(upstream_header, end.upstream);
-  for (const auto& f : x.response->head())
-    if (passback(f.name_string())) head.set(f.name_string(), f.value());
-  head.keep_alive(ctx.keep_alive);
-  // The upstream's length goes on when it sent one (a download's progress has its total).
-  const auto length = x.response->content_length();
-  if (length) head.content_length(*length);
+  auto head = body_answer_head(ctx, x);
+  body_framing framing{*ctx.conn, head.has_content_length()};
   // One piece at a time: read from the upstream, written to the client, then the next read. A slow
   // client holds the upstream back (TCP's window), and memory stays one piece whatever the size.
   const auto piece = std::make_unique<char[]>(body_piece_bytes);
@@ -221,12 +239,7 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
   if (x.response->head()[bhttp::field::content_type].starts_with("text/event-stream"))
     usage.emplace(static_cast<std::size_t>(cfg_.proxy.stream_buffer));
   std::optional<error> failure;
-  // Without one (an SSE answer, a body the upstream ended by closing) it goes chunked: a body
-  // delimited by the close would hold a keep-alive client until the idle timeout.
-  const bool sized = length.has_value();
-  result<void> head_written = ok;
-  if (sized) head_written = co_await ctx.conn->write_sized_head(head);
-  else head_written = co_await ctx.conn->write_head(head);
+  auto head_written = co_await framing.head(head);
   bool client_gone = !head_written;
   while (!client_gone) {
     auto n = co_await x.response->read_some(piece.get(), body_piece_bytes);
@@ -236,18 +249,14 @@ task<void> pipeline::relay_body(request_context& ctx, exchange& x) {
       break;
     }
     if (*n == 0) {
-      result<void> ended = ok;
-      if (sized) ended = co_await ctx.conn->finish_pieces();
-      else ended = co_await ctx.conn->finish_chunks();
+      auto ended = co_await framing.finish();
       end.written = ended.has_value();
       client_gone = !end.written;
       break;
     }
     if (usage) usage->feed(std::string_view(piece.get(), *n));
     const std::string_view bytes(piece.get(), *n);
-    result<void> written = ok;
-    if (sized) written = co_await ctx.conn->write_piece(bytes);
-    else written = co_await ctx.conn->write_chunk(bytes);
+    auto written = co_await framing.piece(bytes);
     client_gone = !written;
     if (!client_gone) end.bytes_out += *n;
   }
