@@ -19,8 +19,11 @@ mapfile -t changed < <(git diff --name-only --diff-filter=d "$base" -- 'src/*.cp
                        git ls-files --others --exclude-standard -- 'src/*.cpp' 'src/*.hpp')
 files=()
 for f in "${changed[@]}"; do
-  cpp="${f%.hpp}.cpp"
-  [ -f "$cpp" ] && files+=("$cpp")
+  case "$f" in
+    *.hpp) cpp="${f%.hpp}.cpp" ;;
+    *) cpp="$f" ;;
+  esac
+  if [ -f "$cpp" ]; then files+=("$cpp"); fi
 done
 mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u | sed '/^$/d')
 if [ "${#files[@]}" -eq 0 ]; then

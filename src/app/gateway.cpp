@@ -60,17 +60,6 @@ void report_bug(std::string_view group, std::string_view task, std::string_view 
 }
 }  // namespace
 
-// The admin address's requests go to thread 0's pipeline, which answers probes and metrics only.
-class gateway::admin_handler final : public http::request_handler {
- public:
-  explicit admin_handler(proxy::pipeline& p) : p_(p) {}
-  task<bool> handle(http::request req, http::connection& conn) override { return p_.handle_admin(std::move(req), conn); }
-  task<void> reject(const error& e, http::connection& conn) override { return p_.reject(e, conn); }
-
- private:
-  proxy::pipeline& p_;
-};
-
 result<std::unique_ptr<gateway>> gateway::make(serve_options opts, std::string upstream_key,
                                                admission::memory_budget::rss_source rss_source, pod_link pod) {
   if (auto r = opts.finish_routing(); !r) return std::move(r).err();

@@ -205,7 +205,18 @@ class gateway {
   std::vector<thread_parts> threads_;  // after pool_: destroyed first, while the io_contexts still exist
   // admin-listen: one server on thread 0 with its own connection cap, answering probes and metrics
   // through thread 0's pipeline (after pool_ and threads_' pipelines it uses: destroyed first).
-  class admin_handler;
+  // The admin address's requests go to thread 0's pipeline, which answers probes and metrics only.
+  // Defined here: gateway.cpp destroys it and gateway_run.cpp makes it (a unity batch had hidden
+  // that one of them saw it incomplete; clang-tidy's separate compile did not).
+  class admin_handler final : public http::request_handler {
+   public:
+    explicit admin_handler(proxy::pipeline& p) : p_(p) {}
+    task<bool> handle(http::request req, http::connection& conn) override { return p_.handle_admin(std::move(req), conn); }
+    task<void> reject(const error& e, http::connection& conn) override { return p_.reject(e, conn); }
+
+   private:
+    proxy::pipeline& p_;
+  };
   http::server_options admin_opts_;
   http::server_shared admin_shared_;
   std::unique_ptr<admin_handler> admin_handler_;
