@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Background responses in memory mode (issue 17, docs/queue.md): JOBS background jobs created as
-# fast as CONCURRENCY clients can, run by SLOTS worker slots against `sluice sim` (TOKENS tokens,
+# fast as CONCURRENCY clients can, run by SLOTS job slots against `sluice sim` (TOKENS tokens,
 # TOKEN_DELAY apart), each polled until it is final. Prints jobs per second end to end, the gateway's
 # peak and final RSS, the most jobs the simulator saw at once (must not pass SLOTS), and the store's
 # bytes per stored response (sluice_response_store_bytes / sluice_responses_stored) beside the RSS
@@ -42,7 +42,7 @@ MOST=0
     sleep 0.1
   done ) &
 WATCH=$!
-bench_log "load: $JOBS jobs, $SLOTS worker slots, $CONCURRENCY clients (load $(bench_load))"
+bench_log "load: $JOBS jobs, $SLOTS job slots, $CONCURRENCY clients (load $(bench_load))"
 PORT=$GW_PORT JOBS=$JOBS CONCURRENCY=$CONCURRENCY node bench/background_load.mjs > "$OUT/load.json"
 kill "$WATCH" 2>/dev/null || true; wait "$WATCH" 2>/dev/null || true
 read -r PEAK MOST < "$BENCH_TMP/peak"
@@ -56,7 +56,7 @@ rss0, peak, rss1, most, slots = (int(float(x)) for x in sys.argv[2:7])
 stored, store_bytes = float(sys.argv[7] or 0), float(sys.argv[8] or 0)
 print(f"jobs            {load['jobs']} ({load['statuses']})")
 print(f"jobs per second {load['jobs_per_second']:.0f} end to end (creates alone: {load['jobs'] / load['create_seconds']:.0f}/s)")
-print(f"upstream at once {most} (worker slots {slots})")
+print(f"upstream at once {most} (job slots {slots})")
 print(f"gateway RSS     start {rss0/1024:.1f} MiB, peak {peak/1024:.1f} MiB, end {rss1/1024:.1f} MiB")
 if stored:
     print(f"stored          {stored:.0f} responses, {store_bytes/stored:.0f} bytes each as counted; "

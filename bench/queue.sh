@@ -3,7 +3,7 @@
 # worker processes around a redis-server, against `sluice sim`. Two phases:
 #   1. with no worker running, JOBS background jobs are created on the front: Redis memory per
 #      queued job (INFO used_memory, before and after);
-#   2. the workers start (SLOTS worker slots in all) and every job is polled until final: jobs per
+#   2. the workers start (SLOTS job slots in all) and every job is polled until final: jobs per
 #      second from the workers' start to the last final status, the most jobs the simulator saw at
 #      once (must not pass SLOTS), Redis memory per stored response (events included), redis-server
 #      CPU per job, and the front's and workers' RSS.
@@ -66,7 +66,7 @@ MOST=0
     sleep 0.1
   done ) &
 WATCH=$!
-bench_log "phase 2: $WORKERS workers x $per_worker slots run them (load $(bench_load))"
+bench_log "phase 2: $WORKERS workers x $per_job slots run them (load $(bench_load))"
 PORT=$FRONT_PORT JOBS=$JOBS CONCURRENCY=$CONCURRENCY PHASE=poll IDS_FILE="$OUT/ids.json" \
   node bench/background_load.mjs > "$OUT/load.json"
 REDIS_CPU1=$(cpu_ticks "$REDIS_PID")
@@ -83,7 +83,7 @@ load = json.load(open(sys.argv[1]))
 jobs, queued, m0, m1, m2, c0, c1, clk, most, slots, front_rss, worker_rss, workers, per = (int(x) for x in sys.argv[2:16])
 print(f"jobs             {jobs} ({load['statuses']}); {queued} were waiting in P{{jobs}} before the workers started")
 print(f"jobs per second  {load['jobs_per_second']:.0f} from the workers' start to the last final status ({workers} workers x {per} slots)")
-print(f"upstream at once {most} (worker slots {slots})")
+print(f"upstream at once {most} (job slots {slots})")
 print(f"redis memory     {(m1 - m0) / jobs:.0f} bytes per queued job; {(m2 - m0) / jobs:.0f} bytes per stored response (events included)")
 print(f"redis CPU        {(c1 - c0) / clk * 1e6 / jobs:.0f} us per job (take, start, events, final, polls)")
 print(f"RSS              front {front_rss / 1024:.1f} MiB, largest worker {worker_rss / 1024:.1f} MiB")

@@ -189,7 +189,7 @@ class gateway {
   std::unique_ptr<pod_handover> handover_;    // with pod_ and the in-process store
   std::unique_ptr<proxy::upstream_monitor> monitor_;  // probes and engine scrapes, on thread 0
   // Background responses (docs/queue.md): the in-process store and job queue, its metrics, and
-  // the worker slots that run its jobs (cancelled at stop).
+  // the job slots that run its jobs (cancelled at stop).
   std::unique_ptr<jobs::memory_store> responses_;
   // --queue redis: the fleet's queue and this process's worker side of it (built at start).
   std::unique_ptr<jobs::redis_queue> queue_;

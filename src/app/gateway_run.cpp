@@ -144,7 +144,7 @@ void gateway::start_pressure_and_pod_loops() {
   }
 }
 
-// The worker slots for background jobs, spread over the threads (--queue redis: the pull loop
+// The job slots for background jobs, spread over the threads (--queue redis: the pull loop
 // starts each job on a thread); the retention sweep on thread 0.
 void gateway::start_jobs() {
   if (mode_.redis_queue) {
@@ -221,7 +221,7 @@ void gateway::stop() {
   stopped_ = true;
   if (started_) {
     background_.cancel();  // the pressure loop, the retention sweep
-    job_slots_.cancel();    // idle worker slots; running jobs end with the pool below
+    job_slots_.cancel();    // idle job slots; running jobs end with the pool below
     net::post(pool_.context(0), [this] {
       if (monitor_) monitor_->stop();
     });

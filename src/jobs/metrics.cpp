@@ -46,7 +46,7 @@ metrics::metrics(const memory_store& store) {
             {}, [this] { return static_cast<double>(redis_bytes_.load(std::memory_order_relaxed)); });
   }
   const memory_store* s = &store;
-  scraped("sluice_jobs_waiting", "Background jobs queued for a worker slot in this process's in-process queue.", {},
+  scraped("sluice_jobs_waiting", "Background jobs queued for a job slot in this process's in-process queue.", {},
           [s] { return static_cast<double>(s->waiting()); });
   // The fleet's queue is one reading that every process takes, not a share of each: its own
   // family, so that a pod's merged view takes it once (max) where the local queues add up.

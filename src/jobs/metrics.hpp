@@ -1,5 +1,5 @@
 // The background responses' metrics (docs/queue.md):
-//   sluice_jobs_waiting                 jobs queued for a worker slot in this process (the store's queue)
+//   sluice_jobs_waiting                 jobs queued for a job slot in this process (the store's queue)
 //   sluice_jobs_running                 jobs running in this process
 //   sluice_jobs_worker_slots            worker-max-jobs
 //   sluice_jobs_total{state}            jobs ended: completed, failed, cancelled, incomplete

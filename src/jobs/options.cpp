@@ -42,7 +42,7 @@ void options::register_options(config::option_table& table) {
                     "--queue redis: a running job whose process has not renewed its lease for this long is failed worker_lost",
                     worker_loss_timeout)
       .add("worker-max-jobs", "background jobs this process runs at once (one upstream stream each)", worker_max_jobs)
-      .add("jobs-max-waiting", "background jobs that may wait for a worker slot before new ones are refused",
+      .add("jobs-max-waiting", "background jobs that may wait for a job slot before new ones are refused",
            jobs_max_waiting)
       .add_size("response-max-bytes", "bytes of stored events per response; past it the job fails",
                 response_max_bytes)

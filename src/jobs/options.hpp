@@ -1,5 +1,5 @@
 // jobs::options: the bounds of background responses and their stored event logs (docs/queue.md):
-// worker slots, jobs waiting, bytes per response, retention, and what the in-process store may
+// job slots, jobs waiting, bytes per response, retention, and what the in-process store may
 // hold. A plain value: filled once at start-up from the option table, then copied and never changed.
 #pragma once
 

@@ -2,7 +2,7 @@
 // create -> retrieve until completed, with the output a direct stream of the same request gives;
 // resume a stream after N events (exactly the events after N, in order, ending with
 // response.completed); cancel while queued and while running (the upstream sees the close); the
-// worker slots bound what runs at once; another client key's response is not found.
+// job slots bound what runs at once; another client key's response is not found.
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
@@ -162,7 +162,7 @@ TEST_F(Background, CancelWhileRunningClosesTheUpstream) {
 }
 
 TEST_F(Background, CancelWhileQueuedNeverRuns) {
-  start(1);  // one worker slot, taken by a long job
+  start(1);  // one job slot, taken by a long job
   const std::string busy(create(kBody, {{"x-sim-tokens", "400"}, {"x-sim-token-delay", "50ms"}}).at("id").as_string());
   ASSERT_LT(test::wait_until([&] { return sim->snapshot().active_streams == 1; }, 5s), 5s);
   const std::string queued(create().at("id").as_string());

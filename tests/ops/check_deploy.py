@@ -441,7 +441,7 @@ if yaml is not None:
     if (kdir / "queue").is_dir() and {"Deployment", "Service"} <= docs.keys():
         check("fronts and workers (queue/)", queue_overlay)
     if (kdir / "queue").is_dir() and {"Deployment", "ConfigMap"} <= docs.keys():
-        check("worker slots per pod agree with the workers' HPA", worker_slots_match_hpa)
+        check("job slots per pod agree with the workers' HPA", worker_slots_match_hpa)
 
     if {"Deployment", "ConfigMap"} <= docs.keys():
         check("config keys and flags are registered options", options_exist)

@@ -1,4 +1,4 @@
-// Background jobs (docs/queue.md): a worker slot (run_jobs) takes a background response's job from
+// Background jobs (docs/queue.md): a job slot (run_jobs) takes a background response's job from
 // the memory store and runs it through a thread's pipeline (job_runner: the same attempt loop and
 // relay as a client's request) into the response's event log (job_sink). The routes that create,
 // read and cancel stored responses are stored_responses'.

@@ -1,7 +1,7 @@
 // proxy::job_runner: what running a job needs of a thread's pipeline, and no more: one request
 // through the pipeline's phases (parse, attempts, relay, finish) into a job's downstream, stopped
 // by its record's cancel. Implemented by pipeline (run_job.cpp), so that the responses module never
-// includes the pipeline; the ways a job is run (a memory worker slot, a background job, a
+// includes the pipeline; the ways a job is run (a memory job slot, a background job, a
 // foreground wire job) are this module's free functions over it. Call on the runner's own thread.
 #pragma once
 
@@ -33,7 +33,7 @@ task<void> run_job(job_runner& runner, std::shared_ptr<jobs::response_record> re
 // A foreground job (rec->wire(): --queue redis, a front's client waits on it), run the same way
 // into its record as the answer's head and body pieces (wire_job.cpp).
 task<void> run_wire_job(job_runner& runner, std::shared_ptr<jobs::response_record> rec);
-// A worker slot for background jobs (background.cpp): takes jobs from the memory store one at a
+// A job slot for background jobs (background.cpp): takes jobs from the memory store one at a
 // time while `draining` is false; spawned worker-max-jobs times across the threads. `counts` may be
 // null (no metrics).
 task<void> run_jobs(job_runner& runner, jobs::memory_store& store, const std::atomic<bool>& draining,

@@ -194,7 +194,7 @@ std::string response_object_with(std::string_view object, jobs::status s, std::s
 // The client's headers as a job replays them: all but the ones that frame this one message, and
 // never a credential or cookie (Authorization, Proxy-Authorization, Cookie, X-Api-Key, Api-Key).
 std::vector<std::pair<std::string, std::string>> job_headers(const http::request& req);
-// Retry-After for a full job queue: the rounds of worker slots ahead of a new job (the slots of
+// Retry-After for a full job queue: the rounds of job slots ahead of a new job (the slots of
 // one worker: a fleet's are not known here), 1-60 s.
 std::uint64_t queue_retry_after(std::uint64_t waiting, const jobs::options& o);
 // --queue redis: Redis did not answer a queue operation (503).

@@ -339,7 +339,7 @@ task<void> queued_relay::lost() {
 task<bool> queued_relay::timed_out(const jobs::event_batch& batch) {
   if (head_ || batch.state != jobs::status::queued || runtime::steady::now() - enqueued_ < cfg_.svc.admission_opts.queue_timeout)
     co_return false;
-  // Waited queue-timeout for a worker slot: dropped, unless a worker took it meanwhile.
+  // Waited queue-timeout for a job slot: dropped, unless a worker took it meanwhile.
   const auto before = co_await cancel_job();
   if (before != jobs::status::queued) co_return false;
   count(jobs::metrics::foreground_outcome::queue_timeout);

@@ -158,7 +158,7 @@ task<void> stored_responses::create_background(request_context& ctx, http::reque
   auto rec = std::get<std::shared_ptr<jobs::response_record>>(std::move(made));
   // background + stream: the client follows its job from the start; leaving does not cancel it.
   if (ctx.stream) co_return co_await follow(ctx, *in_memory(), rec->id(), -1);
-  // As it was queued (a worker slot may have taken it already: GET says so).
+  // As it was queued (a job slot may have taken it already: GET says so).
   co_await send_json(ctx, bhttp::status::ok, std::move(queued), "application/json");
 }
 

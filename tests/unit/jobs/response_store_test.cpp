@@ -147,7 +147,7 @@ TEST(response_store, ACancelBeforeTheJobSetsItsStopStillStopsIt) {
   EXPECT_EQ(stops, 1);
 }
 
-// A worker slot re-registers as idle after every idle wait (once a second): the list keeps one entry
+// A job slot re-registers as idle after every idle wait (once a second): the list keeps one entry
 // per live runner, however long it idles, and none for a runner that is gone.
 TEST(response_store, IdleRunnersAreKeptOncePerLiveRunner) {
   boost::asio::io_context io;
