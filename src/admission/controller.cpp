@@ -96,14 +96,14 @@ void controller::waiter::finish() {
 
 // ---- controller -------------------------------------------------------------------------------
 
-controller::controller(const options& opts, memory_budget& budget, now_fn now, pod_share pod)
+controller::controller(const options& opts, memory_budget& budget, now_fn now, std::unique_ptr<slot_ledger> slots)
     : max_streams_(std::max<std::uint64_t>(opts.max_streams, 1)),
       queue_depth_(opts.queue_depth),
       queue_per_key_(opts.queue_per_key),
       queue_timeout_(opts.queue_timeout),
       budget_(budget),
       now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
-      pod_(pod),
+      slots_(slots ? std::move(slots) : std::make_unique<local_slots>()),
       buckets_(std::bit_ceil(std::clamp<std::uint64_t>(opts.queue_depth, 1, max_lane_buckets)), nullptr),
       mean_hold_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(initial_hold_estimate).count()) {}
 
@@ -141,12 +141,11 @@ std::optional<memory_budget::reservation> controller::try_grant_locked(std::uint
 }
 
 bool controller::take_slot_locked() noexcept {
-  if (pod_) return pod_.slots->try_take(pod_.row, max_streams_);
-  return in_use_.load(std::memory_order_relaxed) < max_streams_;
+  return slots_->try_take(in_use_.load(std::memory_order_relaxed), max_streams_);
 }
 
 void controller::give_slot_locked() noexcept {
-  if (pod_) pod_.slots->give_back(pod_.row);
+  slots_->give_back();
 }
 
 void controller::regrant() {
@@ -164,7 +163,7 @@ controller::wait_state controller::room_locked(const void* id) const noexcept {
   if (id != nullptr && queue_per_key_ != 0) {
     if (const lane* l = find_lane_locked(id); l != nullptr && l->count >= queue_per_key_) return wait_state::key_full;
   }
-  const std::uint64_t waiting = pod_ ? pod_.slots->queued() : queued_.load(std::memory_order_relaxed);
+  const std::uint64_t waiting = slots_->waiting(queued_.load(std::memory_order_relaxed));
   if (waiting >= queue_depth_) return wait_state::full;
   return wait_state::waiting;
 }
@@ -300,7 +299,7 @@ void controller::enqueue(std::shared_ptr<waiter> w) {
       w->granted_at = now;
     } else if (auto room = room_locked(w->lane_id); room != wait_state::waiting) {
       w->st = room;
-    } else if (pod_ && !pod_.slots->try_queue(pod_.row, queue_depth_)) {
+    } else if (!slots_->try_queue(queue_depth_)) {
       w->st = wait_state::full;  // the pod's queue filled up since room_locked looked
     } else {
       link_locked(w.get());

@@ -22,6 +22,7 @@
 #include "admission/memory_budget.hpp"
 #include "admission/options.hpp"
 #include "admission/pod_slots.hpp"
+#include "admission/slot_ledger.hpp"
 #include "runtime/asio.hpp"
 
 namespace sluice::admission {
@@ -129,10 +130,11 @@ class controller final : public admission_queue {
   // timeouts use a real steady_timer on the waiter's executor.
   using now_fn = std::function<clock::time_point()>;
 
-  // `pod`: one worker process of `--processes N`: max_streams and queue_depth hold for the pod
-  // (its shared pod_slots); waiters here get the slots freed in this process first and those
-  // freed in the others at regrant().
-  controller(const options& opts, memory_budget& budget, now_fn now = {}, pod_share pod = {});
+  // `slots`: where max_streams and queue_depth are counted (slot_ledger.hpp); null: this process
+  // alone (local_slots). A worker process of `--processes N` passes its pod_slot_row: the limits
+  // hold for the pod; waiters here get the slots freed in this process first and those freed in
+  // the others at regrant().
+  controller(const options& opts, memory_budget& budget, now_fn now = {}, std::unique_ptr<slot_ledger> slots = nullptr);
   controller(const controller&) = delete;
   controller& operator=(const controller&) = delete;
   ~controller();
@@ -235,7 +237,7 @@ class controller final : public admission_queue {
   const duration queue_timeout_;
   memory_budget& budget_;
   now_fn now_;
-  pod_share pod_;
+  const std::unique_ptr<slot_ledger> slots_;
 
   // The only global shared state on the request path. mu_ guards the lanes (their waiter lists,
   // their ring and the index) and makes each grant decision atomic with the queue; the atomics let

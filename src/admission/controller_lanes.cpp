@@ -61,7 +61,7 @@ void controller::unlink_locked(lane* l, waiter* w) {
   w->prev = w->next = nullptr;
   --l->count;
   queued_.fetch_sub(1, std::memory_order_relaxed);
-  if (pod_) pod_.slots->unqueue(pod_.row);
+  slots_->unqueue();
   if (l->count == 0) remove_lane_locked(l);
   else if (l->host == w) move_lane_locked(l, l->head);
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "admission/slot_ledger.hpp"
 #include "runtime/pod_shape.hpp"
 #include "runtime/robust_mutex.hpp"
 
@@ -55,11 +56,20 @@ class pod_slots {
   std::array<row, rows> row_;
 };
 
-// A worker process's part of the pod's slots: the shared counts and its own row.
-struct pod_share {
-  pod_slots* slots = nullptr;
-  std::size_t row = 0;
-  explicit operator bool() const noexcept { return slots != nullptr; }
+// A worker process's part of the pod's slots: its row of the shared counts (the controller's
+// slot_ledger in a worker of --processes N).
+class pod_slot_row final : public slot_ledger {
+ public:
+  pod_slot_row(pod_slots& slots, std::size_t row) noexcept : slots_(slots), row_(row) {}
+  bool try_take(std::uint64_t /*here*/, std::uint64_t max) noexcept override { return slots_.try_take(row_, max); }
+  void give_back() noexcept override { slots_.give_back(row_); }
+  std::uint64_t waiting(std::uint64_t /*here*/) const noexcept override { return slots_.queued(); }
+  bool try_queue(std::uint64_t depth) noexcept override { return slots_.try_queue(row_, depth); }
+  void unqueue() noexcept override { slots_.unqueue(row_); }
+
+ private:
+  pod_slots& slots_;
+  std::size_t row_;
 };
 
 }  // namespace sluice::admission

@@ -125,9 +125,10 @@ void gateway::build_admission(admission::memory_budget::rss_source rss_source) {
   // which is the pod's (the cgroup limit), so every worker sheds and resets on the same reading.
   if (!rss_source && mode_.pod_worker) rss_source = [pod = pod_] { return pod.sample_rss(); };
   budget_ = std::make_unique<admission::memory_budget>(opts_.admission, std::move(rss_source));
-  admission_ = std::make_unique<admission::controller>(
-      opts_.admission, *budget_, admission::controller::now_fn{},
-      mode_.pod_worker ? admission::pod_share{&pod_.pod->streams, pod_.row} : admission::pod_share{});
+  std::unique_ptr<admission::slot_ledger> slots;  // null: this process's own (local_slots)
+  if (mode_.pod_worker) slots = std::make_unique<admission::pod_slot_row>(pod_.pod->streams, pod_.row);
+  admission_ = std::make_unique<admission::controller>(opts_.admission, *budget_, admission::controller::now_fn{},
+                                                       std::move(slots));
 }
 
 result<void> gateway::build_key_limits() {
@@ -222,9 +223,9 @@ void gateway::build_workers() {
   for (std::size_t i = 0; i < pool_.size(); ++i) {
     auto& ctx = pool_.context(i);
     thread_parts w;
-    w.pipeline = std::make_unique<proxy::pipeline>(ctx.get_executor(), *shared_, tls_.get());
-    w.server = std::make_unique<http::server>(ctx, opts_.http, *w.pipeline, server_shared_);
-    w.pipeline->set_watchdog(&w.server->watchdog());
+    w.dispatcher = std::make_unique<proxy::dispatcher>(ctx.get_executor(), *shared_, tls_.get());
+    w.server = std::make_unique<http::server>(ctx, opts_.http, *w.dispatcher, server_shared_);
+    w.dispatcher->set_watchdog(&w.server->watchdog());
     threads_.push_back(std::move(w));
   }
 }

@@ -24,7 +24,7 @@
 #include "http/server.hpp"
 #include "http/server_metrics.hpp"
 #include "observability/metrics.hpp"
-#include "proxy/pipeline.hpp"
+#include "proxy/dispatcher.hpp"
 #include "proxy/request_metrics.hpp"
 #include "proxy/relay/stream_metrics.hpp"
 #include "proxy/services.hpp"
@@ -101,8 +101,8 @@ class gateway {
   const redis::lease_keeper* leases() const noexcept { return leases_.get(); }
 
  private:
-  struct thread_parts {  // one per thread: its pipeline and server
-    std::unique_ptr<proxy::pipeline> pipeline;
+  struct thread_parts {  // one per thread: its dispatcher (and so its pipeline) and server
+    std::unique_ptr<proxy::dispatcher> dispatcher;
     std::unique_ptr<http::server> server;
   };
   // `opts`: routing finished. Builds nothing: make() runs assemble()'s steps.
@@ -124,7 +124,7 @@ class gateway {
   void build_responses();
   // Registers every component's metrics struct with metrics_.
   result<void> register_metrics();
-  // One pipeline and one server per thread.
+  // One dispatcher (with its pipeline) and one server per thread.
   void build_workers();
 
   // The steps of start().
@@ -204,18 +204,18 @@ class gateway {
   runtime::loop_pool pool_;
   std::vector<thread_parts> threads_;  // after pool_: destroyed first, while the io_contexts still exist
   // admin-listen: one server on thread 0 with its own connection cap, answering probes and metrics
-  // through thread 0's pipeline (after pool_ and threads_' pipelines it uses: destroyed first).
-  // The admin address's requests go to thread 0's pipeline, which answers probes and metrics only.
+  // through thread 0's dispatcher (after pool_ and the threads' dispatchers it uses: destroyed first).
+  // The admin address's requests go to thread 0's dispatcher, which answers probes and metrics only.
   // Defined here: gateway.cpp destroys it and gateway_run.cpp makes it (a unity batch had hidden
   // that one of them saw it incomplete; clang-tidy's separate compile did not).
   class admin_handler final : public http::request_handler {
    public:
-    explicit admin_handler(proxy::pipeline& p) : p_(p) {}
+    explicit admin_handler(proxy::dispatcher& p) : p_(p) {}
     task<bool> handle(http::request req, http::connection& conn) override { return p_.handle_admin(std::move(req), conn); }
     task<void> reject(const error& e, http::connection& conn) override { return p_.reject(e, conn); }
 
    private:
-    proxy::pipeline& p_;
+    proxy::dispatcher& p_;
   };
   http::server_options admin_opts_;
   http::server_shared admin_shared_;

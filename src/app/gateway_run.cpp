@@ -87,7 +87,7 @@ result<void> gateway::start_admin(int inherited_admin) {
   if (opts_.http.admin_listen.empty() && inherited_admin < 0) return ok;
   admin_opts_ = opts_.http;
   admin_opts_.max_connections = opts_.http.admin_max_connections;
-  admin_handler_ = std::make_unique<admin_handler>(*threads_[0].pipeline);
+  admin_handler_ = std::make_unique<admin_handler>(*threads_[0].dispatcher);
   admin_server_ = std::make_unique<http::server>(pool_.context(0), admin_opts_, *admin_handler_, admin_shared_);
   result<tcp::endpoint> at = tcp::endpoint{};
   if (inherited_admin >= 0) {
@@ -149,14 +149,14 @@ void gateway::start_pressure_and_pod_loops() {
 void gateway::start_jobs() {
   if (mode_.redis_queue) {
     redis_worker_ = std::make_unique<proxy::redis_worker>(
-        *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::pipeline& { return *threads_[t].pipeline; }, *jobs_metrics_,
+        *queue_, *redis_, pool_, [this](std::size_t t) -> proxy::job_runner& { return threads_[t].dispatcher->jobs(); }, *jobs_metrics_,
         drain_, notifier_.get(), seal_ ? &*seal_ : nullptr);
     redis_worker_->start(job_slots_);
     services_->queue_worker = redis_worker_.get();
   } else {
     for (std::uint64_t i = 0; i < opts_.jobs.worker_max_jobs; ++i) {
       const std::size_t t = static_cast<std::size_t>(i % threads_.size());
-      job_slots_.spawn(pool_.context(t).get_executor(), proxy::run_jobs(*threads_[t].pipeline, *responses_, drain_.draining, jobs_metrics_.get()),
+      job_slots_.spawn(pool_.context(t).get_executor(), proxy::run_jobs(threads_[t].dispatcher->jobs(), *responses_, drain_.draining, jobs_metrics_.get()),
                       "job slot", true);
     }
   }

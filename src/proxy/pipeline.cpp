@@ -1,15 +1,9 @@
 // The request story, phase by phase in the order a request meets them. Each phase either hands the
-// request on or answers it (an error, a refusal); every request, however it ends, reaches finish()
-// exactly once, at the end of handle() (or of reject(), for requests that could not be read).
+// request on or answers it (an error, a refusal); the dispatcher (dispatcher.cpp) calls the phases
+// a route needs, and every request, however it ends, reaches its finish() exactly once there.
 #include "proxy/pipeline.hpp"
-#include "proxy/probes.hpp"
 
-#include "http/error_response.hpp"
-#include "proxy/responses/job_sink.hpp"
-#include "proxy/adapters/messages_dialect.hpp"
 #include "proxy/outcomes.hpp"
-#include "proxy/responses/redis_worker.hpp"
-#include "proxy/request_id.hpp"
 #include "proxy/route_parse.hpp"
 #include "proxy/upstream_request.hpp"
 
@@ -23,67 +17,6 @@ constexpr std::uint64_t default_answer_tokens = 256;
 
 double seconds_since(runtime::steady::time_point t) {
   return std::chrono::duration<double>(runtime::steady::now() - t).count();
-}
-
-// While draining or retiring, every client is asked to reconnect (to another replica) after this
-// response.
-bool keep_alive(const http::request& req, const drain_state& drain) noexcept {
-  return req.keep_alive() && !drain.draining.load(std::memory_order_relaxed) &&
-         !drain.retiring.load(std::memory_order_relaxed);
-}
-
-// A client's Responses stream that is recorded for resume (store-streams, not store: false).
-bool records_stream(const request_context& ctx, const shared_config& cfg) noexcept {
-  return ctx.which == api::responses && ctx.route == obs::route::responses && ctx.stream && ctx.store &&
-         !ctx.background && ctx.response_id.empty() && cfg.svc.responses && cfg.jobs && cfg.jobs->store_streams;
-}
-
-std::string_view path_without_query(const http::request& req) {
-  std::string_view target = req.target();
-  if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-  return target;
-}
-
-struct route_entry {
-  std::string_view path;
-  obs::route route;
-  api which;
-  bhttp::verb method;
-};
-// Every path the gateway serves; probes are answered by serve_probe, the rest go upstream.
-constexpr route_entry routes[] = {
-    {"/v1/chat/completions", obs::route::chat_completions, api::chat_completions, bhttp::verb::post},
-    {"/v1/completions", obs::route::completions, api::completions, bhttp::verb::post},
-    {"/v1/responses", obs::route::responses, api::responses, bhttp::verb::post},
-    {"/v1/embeddings", obs::route::embeddings, api::embeddings, bhttp::verb::post},
-    {"/v1/moderations", obs::route::moderations, api::moderations, bhttp::verb::post},
-    {"/v1/messages/count_tokens", obs::route::messages, api::count_tokens, bhttp::verb::post},
-    {"/v1/models", obs::route::models, api::chat_completions, bhttp::verb::get},
-    {"/v1/realtime", obs::route::realtime, api::realtime, bhttp::verb::get},
-    {"/healthz", obs::route::healthz, api::chat_completions, bhttp::verb::get},
-    {"/readyz", obs::route::readyz, api::chat_completions, bhttp::verb::get},
-    {"/metrics", obs::route::metrics, api::chat_completions, bhttp::verb::get},
-};
-
-// Without a keys file: the tenant of the credential the client sent ("" with none: anonymous).
-std::string credential_tenant(const http::request& req) {
-  auto it = req.find(bhttp::field::authorization);
-  if (it == req.end()) return {};
-  const auto credential = admission::bearer_credential(it->value());
-  return credential.empty() ? std::string{} : admission::tenant_of_credential(credential);
-}
-
-// The rejection reason of a request that could not be read.
-obs::reject_reason reject_reason_of_read(const error& e, http::framing_refusal framing) noexcept {
-  switch (framing) {
-    case http::framing_refusal::none: break;
-    case http::framing_refusal::request_line_too_long: return obs::reject_reason::request_line_too_long;
-    case http::framing_refusal::too_many_header_fields: return obs::reject_reason::too_many_headers;
-    default: return obs::reject_reason::bad_framing;
-  }
-  if (e.code == errc::request_timeout) return obs::reject_reason::header_timeout;
-  if (e.code == errc::payload_too_large || e.code == errc::header_too_large) return obs::reject_reason::too_large;
-  return obs::reject_reason::bad_request;
 }
 
 // x-ratelimit-{limit,remaining,reset}-{requests,tokens} of a client key, as OpenAI sends them.
@@ -105,157 +38,20 @@ std::string rate_limit_message(admission::rate_limit_kind k) {
   }
 }
 
-// What a request cost in tokens, for the client key's tpm: the usage the upstream reported; without
-// one, the prompt estimate plus one token per content event; nothing when no upstream answered it
-// with a success (an error answer is not charged by OpenAI's accounting either).
-std::uint64_t tokens_used(const request_context& ctx) noexcept {
-  const auto& end = ctx.end;
-  if (end.upstream.empty() || end.status / 100 != 2) return end.tokens_in + end.tokens_out;
-  if (end.tokens_in != 0) return end.tokens_in + end.tokens_out;
-  return ctx.prompt_estimate + end.tokens_out;
-}
-
-constexpr const char* worker_role_only =
-    "This process is a worker (--role worker): it runs jobs and serves only /healthz, /readyz and /metrics; send "
-    "requests to a front.";
-
-bool is_probe(obs::route r) {
-  return r == obs::route::healthz || r == obs::route::readyz || r == obs::route::metrics;
-}
-
 }  // namespace
 
 pipeline::pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls)
-    : cfg_(cfg), ending_(cfg.svc), responses_(cfg), queued_(cfg, responses_), uploads_(cfg.proxy.max_upload_bytes), tls_(tls) {
+    : cfg_(cfg), ending_(cfg.svc), uploads_(cfg.proxy.max_upload_bytes),
+      relay_{cfg.svc.streams, cfg.svc.live_streams, cfg.svc.drain, cfg.svc.secrets,
+             static_cast<std::size_t>(cfg.proxy.stream_buffer_initial), static_cast<std::size_t>(cfg.proxy.stream_buffer)},
+      tls_(tls) {
   for (std::size_t i = 0; i < cfg.router.size(); ++i)
     clients_.push_back(std::make_unique<upstream::client>(ex, cfg.upstream, cfg.router.at(i).target, tls));
 }
 
-
-// Kept to a small coroutine frame: this frame, like every frame on the way to the relay, lives as
-// long as the stream (GCC gives every temporary of every co_await its own slot), so the phases with
-// many awaits live in their own coroutines.
-task<bool> pipeline::handle(http::request req, http::connection& conn) {
-  request_context ctx(conn, req.version());
-  ctx.socket = &conn;
-  ctx.request_id = request_id_of(req);
-  ctx.trace.begin(req, ending_.trace_ratio());
-  ctx.bytes_in = req.body().size();
-  ctx.keep_alive = keep_alive(req, cfg_.svc.drain);
-  if (is_messages_request(req)) co_await serve_messages(ctx, req);
-  else co_await serve(ctx, req);
-  if (ctx.handed_over) co_return false;  // the other worker serves (and counts) it
-  if (conn.body_streamed()) ctx.bytes_in = conn.body_bytes_read();
-  ending_.finish(ctx);
-  co_return ctx.keep_alive && ctx.end.written;
-}
-
-task<bool> pipeline::handle_admin(http::request req, http::connection& conn) {
-  request_context ctx(conn, req.version());
-  ctx.request_id = request_id_of(req);
-  ctx.bytes_in = req.body().size();
-  ctx.keep_alive = keep_alive(req, cfg_.svc.drain);
-  // Nothing but the probes is even parsed here: a completion request's body is not looked at.
-  const std::string_view target = path_without_query(req);
-  const bool probe = target == "/healthz" || target == "/readyz" || target == "/metrics";
-  std::optional<error> bad;
-  if (!probe) bad = error::make(errc::not_found, "This address (admin-listen) serves only /healthz, /readyz and /metrics.");
-  else bad = parse(ctx, req);
-  if (bad) co_await send_error(ctx, *bad);
-  else co_await serve_probe(ctx, cfg_);
-  ending_.finish(ctx);
-  co_return ctx.keep_alive && ctx.end.written;
-}
-
-task<void> pipeline::reject(const error& e, http::connection& conn) {
-  // A request that could not be read (400/408/413/414/431): answered, logged and counted like any
-  // other, on the connection's last response.
-  request_context ctx(conn, 11);
-  ctx.request_id = request_id_or_new(conn.failed_request_id());
-  ctx.trace.begin(http::request{}, ending_.trace_ratio());
-  const auto why =
-      conn.failed_upload_cap() ? obs::reject_reason::upload_too_large : reject_reason_of_read(e, conn.failed_refusal());
-  co_await refuse(ctx, e, why);
-  ctx.end.outcome = obs::outcome::client_error;  // the client's request was broken, not refused
-  ending_.finish(ctx);
-}
-
-task<void> pipeline::serve(request_context& ctx, http::request& req) {
-  if (auto bad = parse(ctx, req)) co_return co_await send_error(ctx, *bad);
-  if (!cfg_.proxy.serves(ctx.route))
-    co_return co_await refuse(ctx, error::make(errc::not_found, "The route " + ctx.path + " is not enabled on this gateway."),
-                              obs::reject_reason::route_disabled);
-  if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, cfg_);
-  if (cfg_.jobs && !cfg_.jobs->serves_clients()) co_return co_await send_error(ctx, error::make(errc::not_found, worker_role_only));
-  if (auto objects = claim_objects_upstream(ctx, cfg_.router, cfg_.svc.keys != nullptr))
-    co_return co_await refuse(ctx, *objects, obs::reject_reason::stored_objects);
-  if (ctx.which == api::realtime) co_return co_await serve_realtime(ctx, req);
-  // A client's Responses stream is recorded as it is relayed, so that it can be resumed
-  // (background.cpp, docs/queue.md): its writes go through the recorder to the client.
-  std::unique_ptr<recording_downstream> recorded;
-  http::downstream* const client = ctx.conn;
-  if (records_stream(ctx, cfg_)) {
-    recorded = std::make_unique<recording_downstream>(*client, *cfg_.svc.responses, cfg_.jobs->orphan_timeout);
-    ctx.conn = recorded.get();
-  }
-  struct restore_conn {
-    request_context& ctx;
-    http::downstream* client;
-    ~restore_conn() { ctx.conn = client; }
-  } restore{ctx, client};
-  // From here until the answer is written, a client that goes away cancels the request at once,
-  // in whatever phase it is: queued, held, backing off, exchanging or streaming (a recorded
-  // stream runs on while someone follows it, or for orphan-timeout).
-  auto watch = ctx.conn->watch_peer(ctx.cancel);
-  admission_ticket ticket;
-  if (!co_await authenticate(ctx, req, ticket)) co_return;
-  // Without a keys file, what a request stores or reads back belongs to the credential it
-  // presents (two hashes: only for the requests that store or read).
-  const bool stores_or_reads = recorded || ctx.background || !ctx.response_id.empty() || !ctx.previous_response_id.empty();
-  if (!cfg_.svc.keys && stores_or_reads) ctx.tenant = credential_tenant(req);
-  // A response the gateway stored under its own id continues upstream under the upstream's.
-  if (!ctx.previous_response_id.empty()) co_await responses_.map_previous_response(ctx, req);
-  if (recorded) {
-    recorded->recorder().set_owner(ctx.tenant);
-    // --queue redis: resumable on any front, not only here.
-    if (auto* w = cfg_.svc.queue_worker)
-      recorded->recorder().on_open([w](const std::shared_ptr<jobs::response_record>& rec) { w->mirror_recorded(rec); });
-  }
-  if (!ctx.response_id.empty()) co_return co_await responses_.serve(ctx, req);
-  if (ctx.background) co_return co_await responses_.create_background(ctx, req);
-  if (cfg_.svc.queue && !cfg_.jobs->runs_jobs() && !ctx.streamed) {
-    // A front of a fleet (--queue redis, --role front): a worker runs it; queue-depth and
-    // queue-timeout hold for the fleet's queue instead of this process's slots.
-    co_await queued_.forward(ctx, req);
-  } else {
-    if (!co_await admit(ctx, ticket)) co_return;
-    co_await forward(ctx, req, ticket.key && ticket.key->reserved_tokens() != 0);
-  }
-  // The key's token reservation settles to what the request used (the permit's end tells the
-  // shared store, or the local bucket).
-  if (ticket.key) ticket.key->used_tokens(tokens_used(ctx));
-  if (recorded) {
-    recorded->conclude(ctx.end.reason);
-    if (const auto& rec = recorded->recorder().record(); rec && cfg_.svc.jobs) cfg_.svc.jobs->stream_recorded(rec->state());
-  }
-}
-
-task<void> pipeline::serve_messages(request_context& ctx, http::request& req) {
-  messages_downstream messages(*ctx.conn, ctx);
-  http::downstream* const client = ctx.conn;
-  ctx.conn = &messages;
-  ctx.messages_api = true;
-  ctx.route = obs::route::messages;
-  if (auto bad = adopt_messages_request(req)) co_await send_error(ctx, *bad);
-  else co_await serve(ctx, req);
-  ctx.conn = client;
-}
-
 std::optional<error> pipeline::parse(request_context& ctx, const http::request& req) {
   const std::string_view target = path_without_query(req);
-  const route_entry* r = nullptr;
-  for (const auto& e : routes)
-    if (e.path == target) r = &e;
+  const route_entry* r = find_route(target);
   // Off the table (or on it with another method: GET /v1/chat/completions lists stored ones).
   if (!r || req.method() != r->method)
     if (auto beside = parse_beside_table(ctx, req, target, r != nullptr); beside.routed) return std::move(beside.bad);
@@ -300,7 +96,6 @@ std::optional<error> pipeline::parse(request_context& ctx, const http::request& 
   }
   return std::nullopt;
 }
-
 
 task<bool> pipeline::authenticate(request_context& ctx, const http::request& req, admission_ticket& t) {
   auto* keys = cfg_.svc.keys;

@@ -1,10 +1,11 @@
 // proxy::pipeline: the request story of one worker thread, as phases in call order (pipeline.cpp):
 // parse, authenticate and limit, admit, exchange (the attempt loop, attempts.cpp), respond (a
-// relayed stream or a whole answer, respond.cpp), finish (one log line and one count per request:
-// request_ending). Beside it, and never calling back into it: the probes (probes.hpp), stored and
-// background responses (stored_responses), a front's foreground jobs (queued_front) and the
-// answers every route gives (answers.hpp). Owns that thread's upstream clients (and so their
-// keep-alive pools); everything shared is read-only or thread-safe.
+// relayed stream or a whole answer, respond.cpp). The dispatcher above it (dispatcher.hpp) calls
+// the phases a route needs and ends the request (request_ending); beside it, and never calling
+// back into it: the probes (probes.hpp), stored and background responses (stored_responses), a
+// front's foreground jobs (queued_front) and the answers every route gives (answers.hpp). A job
+// runs through the same phases (job_runner, run_job.cpp). Owns that thread's upstream clients
+// (and so their keep-alive pools); everything shared is read-only or thread-safe.
 #pragma once
 
 #include <memory>
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "http/server.hpp"
+#include "http/connection.hpp"
 #include "proxy/answers.hpp"
 #include "proxy/attempts.hpp"
 #include "proxy/responses/job_runner.hpp"
@@ -21,9 +22,7 @@
 #include "proxy/request_context.hpp"
 #include "proxy/services.hpp"
 #include "proxy/shared_config.hpp"
-#include "proxy/responses/queued_front.hpp"
 #include "proxy/request_ending.hpp"
-#include "proxy/responses/stored_responses.hpp"
 #include "proxy/streamed_routes.hpp"
 #include "proxy/structured/structured_output.hpp"
 #include "routing/router.hpp"
@@ -42,30 +41,11 @@ struct admission_ticket {
   admission::permit slot;
 };
 
-class pipeline final : public http::request_handler, public job_runner {
+class pipeline final : public job_runner {
  public:
   pipeline(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls);
 
-  task<bool> handle(http::request req, http::connection& conn) override;
-  task<void> reject(const error& e, http::connection& conn) override;
-  // The upload routes' bodies stream (streamed_routes.hpp).
-  const http::body_policy* streamed_bodies() const noexcept override { return &uploads_; }
-  // A request on the admin address (admin-listen): the probes and /metrics; anything else 404.
-  task<bool> handle_admin(http::request req, http::connection& conn);
-
-  // A job's request through the phases into its downstream (run_job.cpp; job_runner: the
-  // responses module runs background, recorded and foreground jobs through it).
-  task<void> run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
-                        std::string request_id) override;
-
-  // The watchdog of this pipeline's thread (owned by its http::server); relays register with it.
-  void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
-
- private:
-  // --- the phases (pipeline.cpp) ---
-  task<void> serve(request_context& ctx, http::request& req);
-  // POST /v1/messages: serve() in the Anthropic dialect (messages_dialect.hpp).
-  task<void> serve_messages(request_context& ctx, http::request& req);
+  // --- the phases a route goes through, in order (pipeline.cpp; the dispatcher calls them) ---
   // Route, method, body: fills ctx or returns the 400/404/405 to answer.
   std::optional<error> parse(request_context& ctx, const http::request& req);
   // Client key and its limits; answers the 401/429 itself (false).
@@ -74,7 +54,21 @@ class pipeline final : public http::request_handler, public job_runner {
   task<bool> admit(request_context& ctx, admission_ticket& t);
   // The attempt loop, then the answer: an error, a relayed stream or a whole body.
   task<void> forward(request_context& ctx, http::request& req, bool key_counts_tokens);
+  // GET /v1/realtime: keys, limits, a slot and an upstream, then the WebSocket relay
+  // (serve_realtime.cpp, realtime_relay.hpp).
+  task<void> serve_realtime(request_context& ctx, http::request& req);
 
+  // A job's request through the phases into its downstream (run_job.cpp; job_runner: the
+  // responses module runs background, recorded and foreground jobs through it).
+  task<void> run_job_in(job_downstream& sink, std::shared_ptr<jobs::response_record> rec, http::request& req,
+                        std::string request_id) override;
+
+  // The upload routes' bodies stream (streamed_routes.hpp): the connection's body policy.
+  const http::body_policy* uploads() const noexcept { return &uploads_; }
+  // The watchdog of this pipeline's thread (owned by its http::server); relays register with it.
+  void set_watchdog(runtime::watchdog* w) noexcept { watchdog_ = w; }
+
+ private:
   // --- the attempt loop (attempts.cpp) ---
   task<void> run_attempts(request_context& ctx, upstream_call& call, exchange& x);
   // An upstream for the next attempt, holding while every candidate is busy; false: stop (x says
@@ -90,9 +84,6 @@ class pipeline final : public http::request_handler, public job_runner {
   // answer to an upload whose client side failed.
   task<void> relay_body(request_context& ctx, exchange& x);
   task<void> refuse_upload(request_context& ctx, const error& e);
-  // GET /v1/realtime: keys, limits, a slot and an upstream, then the WebSocket relay
-  // (serve_realtime.cpp, realtime_relay.hpp).
-  task<void> serve_realtime(request_context& ctx, http::request& req);
   // A finished stream: the upstream's health and budget, and how the request ended.
   void account_stream(request_context& ctx, exchange& x, const relay_result& result);
   // Structured outputs on a whole 2xx answer: the verdict and, under `retry`, new exchanges while
@@ -100,16 +91,10 @@ class pipeline final : public http::request_handler, public job_runner {
   task<whole_check> check_whole_answer(request_context& ctx, const output_contract& c, upstream_call& call,
                                        unsigned& status, std::string& body);
 
-  // (--queue redis, --role front: a client's request as a foreground job is queued_front's.)
-
-  // (The probes are probes.hpp's serve_probe.)
-
-
   const shared_config& cfg_;
-  request_ending ending_;  // the one place a request is logged and counted
-  stored_responses responses_;  // GET/cancel of stored responses, background creation
-  queued_front queued_;         // a front's foreground jobs (--queue redis, --role front)
+  request_ending ending_;  // a job's request ends here (a client's ends at the dispatcher)
   upload_policy uploads_;
+  relay_context relay_;  // what each stream's sse_relay takes of the services
   upstream::ssl::context* tls_;  // the upstream clients' (and a Realtime session's) TLS context
   std::vector<std::unique_ptr<upstream::client>> clients_;  // one per upstream, this thread's pools
   runtime::watchdog* watchdog_ = nullptr;

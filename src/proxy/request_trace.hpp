@@ -15,11 +15,12 @@
 
 #include "http/types.hpp"
 #include "observability/trace_context.hpp"
+#include "proxy/relay/stream_identity.hpp"
 #include "runtime/watchdog.hpp"
 
 namespace sluice::proxy {
 
-class request_trace {
+class request_trace final : public stream_identity {
  public:
   struct attempt {
     obs::span_id id;
@@ -70,7 +71,7 @@ class request_trace {
   // over identify_max_bytes (a large whole answer: embeddings) is not parsed, so that a sampled
   // request never builds a document the size of its answer; its spans then lack the two attributes.
   static constexpr std::size_t identify_max_bytes = 64 * 1024;
-  void identify(std::string_view payload);
+  void identify(std::string_view payload) override;
   bool identified() const noexcept { return identified_; }
   const std::string& response_id() const noexcept { return response_id_; }
   const std::string& response_model() const noexcept { return response_model_; }

@@ -12,35 +12,10 @@
 #include <boost/json/value.hpp>
 
 #include "core/error.hpp"
+#include "proxy/api.hpp"
+#include "proxy/structured/schema_requests.hpp"
 
 namespace sluice::proxy {
-
-// count_tokens: POST /v1/messages/count_tokens (the Messages API's own body, served only by an
-// upstream of dialect: anthropic; docs/dialects.md).
-// passthrough: a route whose bodies go through as they are (streamed_routes.hpp), never parsed.
-// realtime: GET /v1/realtime, a WebSocket session (realtime_relay.hpp).
-enum class api { chat_completions, completions, responses, embeddings, moderations, count_tokens, passthrough, realtime };
-// The path of api::count_tokens (the Messages API front and an Anthropic upstream both read it).
-inline constexpr std::string_view count_tokens_path = "/v1/messages/count_tokens";
-
-// The JSON schema a request asks its output to follow (chat and legacy completions
-// `response_format.json_schema`, responses `text.format`); see structured_output.hpp.
-struct output_schema_request {
-  boost::json::value schema;  // an owned copy
-  std::string param;          // where it sits in the request: "response_format.json_schema.schema"
-  std::string name;
-  bool strict = false;
-  std::uint64_t choices = 1;  // the request's `n` (chat, completions): each choice's output is checked
-};
-
-// A function tool's parameter schema (chat `tools[i].function.parameters`, responses
-// `tools[i].parameters`). Compiled only to check it before it goes upstream (structured_output.hpp,
-// check_tool_schemas); nothing is validated against it.
-struct tool_schema_request {
-  boost::json::value schema;  // an owned copy
-  std::string param;          // where it sits in the request: "tools[0].function.parameters"
-  std::string name;           // the function's name ("" when it has none)
-};
 
 struct request_summary {
   std::string model;

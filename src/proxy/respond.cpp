@@ -133,7 +133,7 @@ task<void> pipeline::answer_whole(request_context& ctx, exchange& x, upstream_ca
 // Frames on the way to the relay live as long as the stream: the head is written by its own
 // coroutine, the accounting after it is a plain function, so this frame holds little but the relay.
 task<void> pipeline::relay_stream(request_context& ctx, exchange& x, bool usage_injected) {
-  sse_relay relay(*ctx.conn, *x.response, ctx.cancel, cfg_.proxy, cfg_.svc, ctx.start);
+  sse_relay relay(*ctx.conn, *x.response, ctx.cancel, relay_, ctx.start);
   if (watchdog_) relay.watch(*watchdog_);
   relay.set_deadline(ctx.start + cfg_.router.settings().request_timeout);
   if (usage_injected) relay.strip_usage_chunk();

@@ -1,5 +1,5 @@
-// The routes parse() finds beside its JSON table: stored responses by id, models by id, the
-// streamed routes (streamed_routes.hpp) and the Realtime session's query.
+// The route table, and the routes parse() finds beside it: stored responses by id, models by id,
+// the streamed routes (streamed_routes.hpp) and the Realtime session's query.
 #include "proxy/route_parse.hpp"
 
 #include "proxy/request_id.hpp"
@@ -8,6 +8,23 @@
 namespace sluice::proxy {
 
 namespace {
+
+namespace bhttp = boost::beast::http;
+
+// Every path the gateway serves; probes are answered by serve_probe, the rest go upstream.
+constexpr route_entry routes[] = {
+    {"/v1/chat/completions", obs::route::chat_completions, api::chat_completions, bhttp::verb::post},
+    {"/v1/completions", obs::route::completions, api::completions, bhttp::verb::post},
+    {"/v1/responses", obs::route::responses, api::responses, bhttp::verb::post},
+    {"/v1/embeddings", obs::route::embeddings, api::embeddings, bhttp::verb::post},
+    {"/v1/moderations", obs::route::moderations, api::moderations, bhttp::verb::post},
+    {"/v1/messages/count_tokens", obs::route::messages, api::count_tokens, bhttp::verb::post},
+    {"/v1/models", obs::route::models, api::chat_completions, bhttp::verb::get},
+    {"/v1/realtime", obs::route::realtime, api::realtime, bhttp::verb::get},
+    {"/healthz", obs::route::healthz, api::chat_completions, bhttp::verb::get},
+    {"/readyz", obs::route::readyz, api::chat_completions, bhttp::verb::get},
+    {"/metrics", obs::route::metrics, api::chat_completions, bhttp::verb::get},
+};
 
 // GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.cpp).
 constexpr std::string_view stored_prefix = "/v1/responses/";
@@ -96,6 +113,18 @@ std::optional<error> parse_stored(request_context& ctx, const http::request& req
 }
 
 }  // namespace
+
+const route_entry* find_route(std::string_view path) noexcept {
+  for (const auto& e : routes)
+    if (e.path == path) return &e;
+  return nullptr;
+}
+
+std::string_view path_without_query(const http::request& req) noexcept {
+  std::string_view target = req.target();
+  if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  return target;
+}
 
 beside_table parse_beside_table(request_context& ctx, const http::request& req, std::string_view target, bool on_table) {
   bool path_known = false;

@@ -1,7 +1,9 @@
-// What pipeline::parse finds beside its table of JSON routes (ADR 0021, 0027, 0028): a stored
-// response named by id (the gateway's own, or the upstream's), a model named by id, a streamed
-// route, and the Realtime session's model; and the stored-object routes' tenant rule. Pure
-// functions over the request and its context; thread-safe.
+// The route table (the paths the gateway serves, each with its API and method) and what
+// pipeline::parse finds beside it (ADR 0021, 0027, 0028): a stored response named by id (the
+// gateway's own, or the upstream's), a model named by id, a streamed route, and the Realtime
+// session's model; and the stored-object routes' tenant rule. Which module then serves a request
+// is the dispatcher's (dispatcher.hpp). Pure functions over the request and its context;
+// thread-safe.
 #pragma once
 
 #include <optional>
@@ -13,6 +15,17 @@
 #include "routing/router.hpp"
 
 namespace sluice::proxy {
+
+struct route_entry {
+  std::string_view path;
+  obs::route route;
+  api which;
+  boost::beast::http::verb method;
+};
+// The table's row for `path` (no query); null: none (parse_beside_table may still route it).
+const route_entry* find_route(std::string_view path) noexcept;
+// The request's path without its query.
+std::string_view path_without_query(const http::request& req) noexcept;
 
 struct beside_table {
   bool routed = false;       // the path is one of these routes: `bad` is parse's answer

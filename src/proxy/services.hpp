@@ -8,8 +8,6 @@
 #include <string_view>
 #include <string>
 
-#include <atomic>
-
 #include "admission/client_keys.hpp"
 #include "admission/controller.hpp"
 #include "admission/memory_budget.hpp"
@@ -22,6 +20,7 @@
 #include "jobs/response_store.hpp"
 #include "observability/metrics.hpp"
 #include "observability/span_exporter.hpp"
+#include "proxy/drain_state.hpp"
 #include "proxy/request_metrics.hpp"
 #include "proxy/secret_scrubber.hpp"
 #include "proxy/relay/stream_metrics.hpp"
@@ -31,15 +30,6 @@
 namespace sluice::proxy {
 
 class redis_worker;
-
-// The gateway's shutdown phases, read by every handler and relay.
-struct drain_state {
-  std::atomic<bool> draining{false};  // readiness fails; responses say Connection: close
-  std::atomic<bool> cutting{false};   // drain timeout passed: end remaining streams in-band
-  // A reload started this process's successor (--processes N): responses say Connection: close,
-  // so clients move to the new workers; readiness holds (the pod is still ready).
-  std::atomic<bool> retiring{false};
-};
 
 // A worker process of a pod (--processes N) with the in-process store: which other worker holds a
 // stored response, and handing a client's connection to it (app/pod_handover.cpp,

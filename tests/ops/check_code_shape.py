@@ -5,8 +5,10 @@
   (lengths from Universal Ctags: a definition's first line to its last, both counted);
 - no two .cpp files include each other's headers (a cycle between two files);
 - proxy/'s folders include one another only downward (FOLDER_RULES; docs/architecture.md): the
-  relay and structured outputs never reach the responses, the adapters or the pipeline; the
-  responses module reaches the pipeline only through job_runner; nothing includes the health checks;
+  relay and structured outputs never reach the responses, the adapters, the pipeline or the
+  request's story (services, request_context, request_validation: they take a small context);
+  the responses module reaches the pipeline only through job_runner; only the gateway includes
+  the dispatcher, and nothing includes the health checks;
 - no lambda that captures is a coroutine: its frame outlives the full expression that made it, so
   the captures dangle once the first co_await suspends (pass what it needs as parameters).
 
@@ -65,14 +67,20 @@ def include_findings():
 
 
 # (folder of the including file, what it must not include): a path prefix under src/.
+# The top of the request's path: the dispatcher, then the pipeline under it.
+TOP = ("proxy/dispatcher.", "proxy/pipeline.")
+# What a request's story holds (the pipeline's whole world): the relay and structured outputs take
+# what they use as parameters or a small context (relay_context.hpp) instead.
+STORY = ("proxy/services.hpp", "proxy/shared_config.hpp", "proxy/request_context.hpp",
+         "proxy/request_trace.hpp", "proxy/request_validation.hpp", "proxy/options.hpp")
+
 FOLDER_RULES = [
-    ("proxy/relay/", ("proxy/responses/", "proxy/adapters/", "proxy/health/", "proxy/pipeline.hpp")),
-    ("proxy/structured/", ("proxy/relay/", "proxy/responses/", "proxy/adapters/", "proxy/health/",
-                           "proxy/pipeline.hpp")),
-    ("proxy/responses/", ("proxy/adapters/", "proxy/health/", "proxy/pipeline.hpp")),
-    ("proxy/adapters/", ("proxy/responses/", "proxy/health/", "proxy/pipeline.hpp")),
-    ("proxy/health/", ("proxy/relay/", "proxy/structured/", "proxy/responses/", "proxy/pipeline.hpp")),
-    ("proxy/", ("proxy/health/",)),
+    ("proxy/relay/", ("proxy/responses/", "proxy/adapters/", "proxy/health/") + TOP + STORY),
+    ("proxy/structured/", ("proxy/relay/", "proxy/responses/", "proxy/adapters/", "proxy/health/") + TOP + STORY),
+    ("proxy/responses/", ("proxy/adapters/", "proxy/health/") + TOP),
+    ("proxy/adapters/", ("proxy/responses/", "proxy/health/") + TOP),
+    ("proxy/health/", ("proxy/relay/", "proxy/structured/", "proxy/responses/") + TOP),
+    ("proxy/", ("proxy/health/", "proxy/dispatcher.")),
 ]
 
 

@@ -19,23 +19,23 @@ constexpr std::size_t fast_stream_buffer = 16 * 1024;
 using namespace boost::asio::experimental::awaitable_operators;
 namespace json = boost::json;
 
-sse_relay::sse_relay(http::downstream& client, upstream::response& up, request_cancel& cancel, const options& opts,
-                     services& svc, runtime::steady::time_point request_start)
+sse_relay::sse_relay(http::downstream& client, upstream::response& up, request_cancel& cancel,
+                     const relay_context& ctx, runtime::steady::time_point request_start)
     : client_(client),
       up_(up),
       cancel_(cancel),
-      svc_(svc),
+      ctx_(ctx),
       request_start_(request_start),
-      active_buffer_(svc.streams.stream_active_buffers()),
-      handle_(svc.live_streams.add()),
-      buf_(static_cast<std::size_t>(opts.stream_buffer_initial), static_cast<std::size_t>(opts.stream_buffer)),
-      parser_(static_cast<std::size_t>(opts.stream_buffer)) {}
+      active_buffer_(ctx.streams.stream_active_buffers()),
+      handle_(ctx.live_streams.add()),
+      buf_(ctx.buffer_initial, ctx.buffer_max),
+      parser_(ctx.buffer_max) {}
 
 sse_relay::~sse_relay() {
   // The watchdog closed the client for a write stall (http::connection::on_tick); counted here,
   // where the metrics are, once per stream.
-  if (client_.stalled()) svc_.streams.write_stalls_total().Increment();
-  if (accounted_bytes_) svc_.streams.stream_buffered_bytes().Decrement(static_cast<double>(accounted_bytes_));
+  if (client_.stalled()) ctx_.streams.write_stalls_total().Increment();
+  if (accounted_bytes_) ctx_.streams.stream_buffered_bytes().Decrement(static_cast<double>(accounted_bytes_));
 }
 
 void sse_relay::account_buffer() noexcept {
@@ -44,7 +44,7 @@ void sse_relay::account_buffer() noexcept {
   up_.trim();
   std::uint64_t now_bytes = buf_.capacity() + up_.buffer_capacity();
   if (now_bytes == accounted_bytes_) return;
-  auto& g = svc_.streams.stream_buffered_bytes();
+  auto& g = ctx_.streams.stream_buffered_bytes();
   if (now_bytes > accounted_bytes_) g.Increment(static_cast<double>(now_bytes - accounted_bytes_));
   else g.Decrement(static_cast<double>(accounted_bytes_ - now_bytes));
   accounted_bytes_ = now_bytes;
@@ -63,7 +63,7 @@ void sse_relay::on_tick(runtime::steady::time_point now) {
   if (watched_ && reading_since_ != runtime::steady::time_point{} && now - reading_since_ > up_.idle_timeout())
     why = cancel_reason::upstream_idle;
   else if (now >= deadline_) why = cancel_reason::deadline;
-  else if (svc_.drain.cutting.load(std::memory_order_relaxed)) why = cancel_reason::draining;
+  else if (ctx_.drain.cutting.load(std::memory_order_relaxed)) why = cancel_reason::draining;
   else if (handle_ && handle_.reset_requested()) why = cancel_reason::memory;
   // The pump's pending read fails at once and ends the stream in-band with the reason's error.
   cancel_.cancel(why);
@@ -90,7 +90,7 @@ void sse_relay::client_left_before_head() noexcept {
 
 void sse_relay::count_bytes_out() noexcept {
   const std::uint64_t written = client_.bytes_written();
-  if (written > counted_out_) svc_.streams.stream_bytes_total(obs::byte_direction::downstream).add(written - counted_out_);
+  if (written > counted_out_) ctx_.streams.stream_bytes_total(obs::byte_direction::downstream).add(written - counted_out_);
   counted_out_ = written;
 }
 
@@ -141,7 +141,7 @@ bool sse_relay::on_event(const sse::event_view& ev) {
     // Every event of one read arrived together: they share the read's time (one clock read per
     // read, not per event).
     const auto now = read_at_;
-    auto& m = svc_.streams;
+    auto& m = ctx_.streams;
     if (res_.first_event == runtime::steady::time_point{}) {
       res_.first_event = now;
       m.time_to_first_token_seconds().observe(now - request_start_);
@@ -216,18 +216,18 @@ task<bool> sse_relay::read_more(std::size_t& n) {
     co_return false;
   }
   n = **r;
-  if (n) svc_.streams.stream_bytes_total(obs::byte_direction::upstream).add(n);
+  if (n) ctx_.streams.stream_bytes_total(obs::byte_direction::upstream).add(n);
   co_return true;
 }
 
 void sse_relay::redact_event(std::size_t from, std::size_t to) {
-  if (svc_.secrets.empty()) return;
+  if (ctx_.secrets.empty()) return;
   std::size_t masked = 0;
-  std::string redacted = svc_.secrets.redact(buf_.view(from, to - from), &masked);
+  std::string redacted = ctx_.secrets.redact(buf_.view(from, to - from), &masked);
   if (masked == 0) return;
   // Masked in place too, for any path that sends the buffer's bytes as they are; the write sends
   // the redacted text instead, whose fixed mask does not show the key's length.
-  svc_.secrets.scrub(buf_.mutable_data() + from, to - from);
+  ctx_.secrets.scrub(buf_.mutable_data() + from, to - from);
   if (events_.redact(from, to)) redacted_event_ = std::move(redacted);
 }
 

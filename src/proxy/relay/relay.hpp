@@ -14,11 +14,10 @@
 #include "http/connection.hpp"
 #include "observability/gauge_hold.hpp"
 #include "proxy/cancel.hpp"
-#include "proxy/options.hpp"
+#include "proxy/relay/relay_context.hpp"
 #include "proxy/relay/relay_events.hpp"
-#include "proxy/request_trace.hpp"
-#include "proxy/services.hpp"
 #include "proxy/relay/stream_buffer.hpp"
+#include "proxy/relay/stream_identity.hpp"
 #include "proxy/structured/structured_output.hpp"
 #include "sse/parser.hpp"
 #include "upstream/client.hpp"
@@ -46,8 +45,8 @@ struct relay_result {
 // ends the stream with that reason's in-band error).
 class sse_relay : public runtime::watchdog::item {
  public:
-  sse_relay(http::downstream& client, upstream::response& up, request_cancel& cancel, const options& opts,
-            services& svc, runtime::steady::time_point request_start);
+  sse_relay(http::downstream& client, upstream::response& up, request_cancel& cancel, const relay_context& ctx,
+            runtime::steady::time_point request_start);
   ~sse_relay() override;
 
   // Relays the body; the chunked head has been written already. Never throws on I/O errors.
@@ -60,8 +59,8 @@ class sse_relay : public runtime::watchdog::item {
   // Structured outputs (structured_output.hpp): each event's parsed object goes to `check`, which
   // may end the stream in-band (reject) or add its sluice.schema event before the end (annotate).
   void set_output_check(stream_check* check) noexcept { check_ = check; }
-  // Traces: the upstream's response id and model go to `t` from the first event (request_trace::identify).
-  void identify_into(request_trace& t) noexcept { identity_ = &t; }
+  // Traces: the first event's payload goes to `t` (the upstream's response id and model).
+  void identify_into(stream_identity& t) noexcept { identity_ = &t; }
   // The Responses API ends a stream with response.completed (or .incomplete) and no [DONE].
   void end_on_response_completed() noexcept { events_.end_on_response_completed(); }
   // sluice asked the upstream for `stream_options.include_usage` although the client did not: read
@@ -108,7 +107,7 @@ class sse_relay : public runtime::watchdog::item {
   http::downstream& client_;
   upstream::response& up_;
   request_cancel& cancel_;
-  services& svc_;
+  const relay_context& ctx_;
   std::uint64_t counted_out_ = 0;  // client bytes already in sluice_stream_bytes_total
   runtime::steady::time_point request_start_;
   obs::gauge_hold active_buffer_;
@@ -124,7 +123,7 @@ class sse_relay : public runtime::watchdog::item {
   relay_result res_;
   relay_events events_;                      // the events' bookkeeping (relay_events.hpp)
   stream_check* check_ = nullptr;            // structured outputs; null when not checked
-  request_trace* identity_ = nullptr;        // traces: takes the first event's id and model, then null
+  stream_identity* identity_ = nullptr;       // traces: takes the first event's id and model, then null
   bool verdict_sent_ = false;
   std::string redacted_event_;  // what the next write sends instead of an error event that quoted a key
   runtime::steady::time_point deadline_ = runtime::steady::time_point::max();

@@ -15,7 +15,8 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "proxy/request_validation.hpp"
+#include "proxy/api.hpp"
+#include "proxy/structured/schema_requests.hpp"
 #include "schema/cache.hpp"
 #include "schema/stream_validator.hpp"
 

@@ -85,8 +85,8 @@ struct two_workers : ::testing::Test {
     o.queue_timeout = 1h;
     return o;
   }
-  controller a{opts(), budget, {}, pod_share{slots.get(), 0}};
-  controller b{opts(), budget, {}, pod_share{slots.get(), 1}};
+  controller a{opts(), budget, {}, std::make_unique<pod_slot_row>(*slots, 0)};
+  controller b{opts(), budget, {}, std::make_unique<pod_slot_row>(*slots, 1)};
   void poll() {
     ctx.restart();
     ctx.poll();
