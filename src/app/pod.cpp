@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "observability/log.hpp"
 #include "runtime/loop_pool.hpp"
 
 namespace sluice::app {
@@ -29,20 +30,27 @@ std::uint64_t pod_state::live_workers() const noexcept {
 }
 
 bool exposition_slot::store(std::string_view text) noexcept {
+  if (mu_.lock_within(patience) == runtime::robust_mutex::within::busy) return false;
   const bool fits = text.size() <= capacity;
-  mu_.lock();
   size_ = fits ? text.size() : 0;
   if (fits && !text.empty()) std::memcpy(data_, text.data(), text.size());
   mu_.unlock();
   return fits;
 }
 
-std::string exposition_slot::load() {
-  std::string out;
-  if (mu_.lock()) size_ = 0;  // its writer died inside: what it left is not a whole exposition
-  out.assign(data_, size_);
+std::optional<std::string> exposition_slot::load() {
+  const auto got = mu_.lock_within(patience);
+  if (got == runtime::robust_mutex::within::busy) return std::nullopt;
+  if (got == runtime::robust_mutex::within::owner_died) size_ = 0;  // not a whole exposition
+  std::string out(data_, size_);
   mu_.unlock();
   return out;
+}
+
+void exposition_slot::clear() noexcept {
+  mu_.lock();
+  size_ = 0;
+  mu_.unlock();
 }
 
 namespace {
@@ -50,6 +58,14 @@ namespace {
 void add_parsed(std::vector<obs::exposition>& parts, const std::string& text) {
   if (text.empty()) return;
   if (auto e = obs::parse_exposition(text)) parts.push_back(std::move(*e));
+}
+
+// A slot's part of a scrape; false: its lock stayed held (left out, counted by the caller).
+bool add_slot(std::vector<obs::exposition>& parts, exposition_slot& slot) {
+  auto text = slot.load();
+  if (!text) return false;
+  add_parsed(parts, *text);
+  return true;
 }
 }  // namespace
 
@@ -79,11 +95,24 @@ bool pod_link::over_share(std::uint64_t slack) const noexcept {
 std::string pod_link::pod_exposition(const std::string& own) const {
   std::vector<obs::exposition> parts;
   add_parsed(parts, own);
-  pod->metrics_mu.lock();  // an owner that died here left nothing half-done: the slots are whole
-  for (std::size_t r = 0; r < pod_state::max_workers; ++r)
-    if (r != row && pod->workers[r].pid.load(std::memory_order_relaxed) != 0) add_parsed(parts, pod->expositions[r].load());
-  add_parsed(parts, pod->ended.load());
-  pod->metrics_mu.unlock();
+  std::uint64_t skipped = 0;
+  // An owner that died here left nothing half-done: the slots are whole. One that is stopped here
+  // (SIGSTOP, a debugger) would hold every scrape: past the patience this answer is this worker's
+  // own, and says so in the counter and the log.
+  if (pod->metrics_mu.lock_within(exposition_slot::patience) != runtime::robust_mutex::within::busy) {
+    for (std::size_t r = 0; r < pod_state::max_workers; ++r)
+      if (r != row && pod->workers[r].pid.load(std::memory_order_relaxed) != 0 && !add_slot(parts, pod->expositions[r]))
+        ++skipped;
+    if (!add_slot(parts, pod->ended)) ++skipped;
+    pod->metrics_mu.unlock();
+  } else {
+    skipped = 1;
+  }
+  if (skipped != 0) {
+    pod->scrape_parts_skipped.fetch_add(skipped, std::memory_order_relaxed);
+    obs::log_warn("pod /metrics answered without some workers' figures: their slot stayed locked (a worker stopped?)",
+                  {{"parts_skipped", skipped}});
+  }
   return obs::write_exposition(obs::merge_expositions(parts));
 }
 
@@ -98,7 +127,9 @@ void release_ended_worker(pod_state& pod, std::size_t row, const runtime::handov
 
 void fold_ended_worker(pod_state& pod, std::size_t row, obs::exposition& ended) {
   pod.metrics_mu.lock();
-  if (auto e = obs::parse_exposition(pod.expositions[row].load())) obs::fold_ended(ended, *e);
+  // The ended worker's slot has no writer left; a scraper stopped inside it leaves its figures out.
+  if (auto text = pod.expositions[row].load())
+    if (auto e = obs::parse_exposition(*text)) obs::fold_ended(ended, *e);
   pod.ended.store(obs::write_exposition(ended));
   pod.expositions[row].clear();
   pod.workers[row].pid.store(0);
@@ -147,6 +178,10 @@ pod_metrics::pod_metrics(const pod_state& pod) {
   scraped("sluice_pod_responses_unindexed_total",
           "Stored responses the pod's index could not take (full): only their own worker finds them.", {},
           [p] { return static_cast<double>(p->responses_unindexed.load(std::memory_order_relaxed)); });
+  scraped("sluice_pod_scrape_parts_skipped_total",
+          "Workers' figures left out of a /metrics answer because their shared slot stayed locked (a worker stopped, "
+          "not dead).",
+          {}, [p] { return static_cast<double>(p->scrape_parts_skipped.load(std::memory_order_relaxed)); });
   scraped("sluice_pod_handovers_total",
           "Client connections handed to the worker process holding the response they asked for, by result.",
           {{"result", "sent"}}, [p] { return static_cast<double>(p->handovers_sent.load(std::memory_order_relaxed)); });

@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,11 +50,18 @@ struct pod_worker {
 class exposition_slot {
  public:
   static constexpr std::size_t capacity = 512 * 1024;
+  // How long a reader or a writer waits for the slot's lock: it is held for one copy, so only a
+  // holder that was stopped inside (SIGSTOP, a debugger) makes anyone wait this long, and an event
+  // loop must not wait longer.
+  static constexpr std::chrono::milliseconds patience{50};
   exposition_slot() = default;
-  // False (and the slot emptied) when `text` is larger than the capacity.
+  // False (and the slot emptied) when `text` is larger than the capacity; false (and the slot as it
+  // was) when its lock stayed held for `patience`.
   bool store(std::string_view text) noexcept;
-  std::string load();
-  void clear() noexcept { store({}); }
+  // What was last stored; nullopt when the lock stayed held for `patience` (its holder is stopped).
+  std::optional<std::string> load();
+  // Empties it, waiting as long as it takes (the supervisor, for a worker that has ended).
+  void clear() noexcept;
 
  private:
   runtime::robust_mutex mu_;
@@ -98,6 +107,9 @@ struct pod_state {
   // has ended. A scrape reads them all, and the supervisor moves an ended worker's into `ended`,
   // under `metrics_mu`: no scrape sees a worker's counters twice or not at all.
   runtime::robust_mutex metrics_mu;
+  // Parts left out of a scrape's answer because their lock stayed held past exposition_slot's
+  // patience (a worker stopped, not dead): sluice_pod_scrape_parts_skipped_total.
+  std::atomic<std::uint64_t> scrape_parts_skipped{0};
   // Bumped by a worker that answers /metrics: the others publish at once (within 5 ms) and mark
   // their row `published` with it, so a scrape waits for fresh figures, not the last second's.
   std::atomic<std::uint64_t> scrapes{0};
