@@ -4,6 +4,8 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 
+#include "proxy/relay/event_names.hpp"
+
 namespace sluice::proxy {
 
 namespace {
@@ -14,8 +16,7 @@ using boost::system::error_code;
 // Names are compared only when complete; a name longer than any we look for is simply not ours.
 constexpr std::size_t name_cap = 40;
 
-enum class top_key : std::uint8_t { other, choices, usage, error, type, response, sequence_number };
-enum class usage_key : std::uint8_t { other, completion_tokens, prompt_tokens, output_tokens, input_tokens };
+using namespace event_names;
 
 class scan_handler {
  public:
@@ -31,9 +32,8 @@ class scan_handler {
 
   bool on_object_begin(error_code&) {
     if (depth_ == 0) top_object_ = true;
-    else if (depth_ == 1 && top_ == top_key::usage) f_.usage_object = true;
-    else if (depth_ == 1 && top_ == top_key::response) response_object_ = true;
-    else if (in_response_usage_key()) response_usage_object_ = true;
+    else if (depth_ == 1) open_top_object();
+    else if (depth_ == 2 && open_ == top_key::response && response_usage_) response_usage_object_ = response_usage_open_ = true;
     enter(false);
     return true;
   }
@@ -60,7 +60,7 @@ class scan_handler {
       name_len_ = 0;
     }
     if (depth_ == 1) top_ = classify_top(name);
-    else if (depth_ == 2 && top_ == top_key::response) {
+    else if (depth_ == 2 && open_ == top_key::response) {
       response_usage_ = name == "usage";
       response_id_ = name == "id";
     }
@@ -75,7 +75,7 @@ class scan_handler {
   bool on_string(string_view s, std::size_t, error_code& ec) {
     // Kept small so that the parser inlines it: only a top-level "type" is read (rare on chat).
     if (depth_ == 1 && top_ == top_key::type) [[unlikely]] read_type(s);
-    else if (depth_ == 2 && response_id_ && top_ == top_key::response) [[unlikely]] note_response_id(s);
+    else if (depth_ == 2 && response_id_ && open_ == top_key::response) [[unlikely]] note_response_id(s);
     name_len_ = 0;
     return scalar(ec);
   }
@@ -108,29 +108,6 @@ class scan_handler {
   }
 
  private:
-  // By length first: most names of a chat chunk (id, object, created, model, ...) are ruled out
-  // by it without a comparison.
-  static top_key classify_top(std::string_view n) noexcept {
-    switch (n.size()) {
-      case 4: return n == "type" ? top_key::type : top_key::other;
-      case 5: return n == "usage" ? top_key::usage : n == "error" ? top_key::error : top_key::other;
-      case 7: return n == "choices" ? top_key::choices : top_key::other;
-      case 8: return n == "response" ? top_key::response : top_key::other;
-      case 15: return n == "sequence_number" ? top_key::sequence_number : top_key::other;
-      default: return top_key::other;
-    }
-  }
-  static usage_key classify_usage(std::string_view n) noexcept {
-    switch (n.size()) {
-      case 17: return n == "completion_tokens" ? usage_key::completion_tokens : usage_key::other;
-      case 13:
-        return n == "prompt_tokens" ? usage_key::prompt_tokens
-               : n == "output_tokens" ? usage_key::output_tokens
-                                      : usage_key::other;
-      case 12: return n == "input_tokens" ? usage_key::input_tokens : usage_key::other;
-      default: return usage_key::other;
-    }
-  }
   // The response's id, when the parser hands it over in place (a string without escapes lies in
   // the payload itself; one with escapes was unescaped into the parser's own buffer).
   [[gnu::noinline]] void note_response_id(string_view s) noexcept {
@@ -143,23 +120,14 @@ class scan_handler {
   }
   [[gnu::noinline]] void read_type(string_view s) noexcept {
     append(s);
-    classify_type(std::string_view(name_, name_len_ <= name_cap ? name_len_ : 0));
-  }
-  void classify_type(std::string_view v) noexcept {
-    using t = event_facts::type_kind;
-    if (v == "response.completed") f_.type = t::completed;
-    else if (v == "response.incomplete") f_.type = t::incomplete;
-    else if (v == "response.failed") f_.type = t::failed;
-    else if (v == "error") f_.type = t::error;
-    else if (v == "response.output_text.delta" || v == "response.refusal.delta" ||
-             v == "response.function_call_arguments.delta")
-      f_.type = t::text_delta;
+    const auto t = classify_type(std::string_view(name_, name_len_ <= name_cap ? name_len_ : 0));
+    if (t != event_facts::type_kind::none) f_.type = t;
   }
   // An integer value: a usage count (top-level usage or response.usage) or the sequence number.
   void integer(std::int64_t v) noexcept {
     if (depth_ == 1 && top_ == top_key::sequence_number) f_.sequence_number = v;
-    else if (depth_ == 2 && top_ == top_key::usage && f_.usage_object) set_usage(v, f_.completion_tokens, f_.prompt_tokens, f_.output_tokens, f_.input_tokens);
-    else if (depth_ == 3 && in_response_usage()) set_usage(v, nested_[0], nested_[1], nested_[2], nested_[3]);
+    else if (depth_ == 2 && open_ == top_key::usage) set_usage(v, f_.completion_tokens, f_.prompt_tokens, f_.output_tokens, f_.input_tokens);
+    else if (depth_ == 3 && response_usage_open_) set_usage(v, nested_[0], nested_[1], nested_[2], nested_[3]);
   }
   void set_usage(std::int64_t v, std::int64_t& completion, std::int64_t& prompt, std::int64_t& output,
                  std::int64_t& input) const noexcept {
@@ -171,20 +139,18 @@ class scan_handler {
       case usage_key::other: break;
     }
   }
-  // Inside the top-level response object, at the value of its "usage" member.
-  bool in_response_usage_key() const noexcept {
-    return depth_ == 2 && top_ == top_key::response && response_object_ && response_usage_;
-  }
-  // Inside the object that is response.usage.
-  bool in_response_usage() const noexcept {
-    return top_ == top_key::response && response_usage_ && response_usage_object_;
+  // An object as the value of a top-level member: the usage or the response object is open.
+  void open_top_object() noexcept {
+    if (top_ == top_key::usage) f_.usage_object = true;
+    else if (top_ == top_key::response) response_object_ = true;
+    else return;
+    open_ = top_;
   }
   // Member names are read at the top level, directly inside the top-level usage object, directly
-  // inside the top-level response object, and directly inside its usage object.
+  // inside the top-level response object, and directly inside its usage object: in the objects
+  // open now, not in others after them under the same (duplicate) name.
   bool names_wanted() const noexcept {
-    return depth_ == 1 || (depth_ == 2 && top_ == top_key::usage && f_.usage_object) ||
-           (depth_ == 2 && top_ == top_key::response && response_object_) ||
-           (depth_ == 3 && in_response_usage());
+    return depth_ == 1 || (depth_ == 2 && open_ != top_key::other) || (depth_ == 3 && response_usage_open_);
   }
   void append(string_view s) noexcept {
     if (name_len_ + s.size() <= name_cap) std::memcpy(name_ + name_len_, s.data(), s.size());
@@ -210,7 +176,12 @@ class scan_handler {
   }
   bool leave() noexcept {
     --depth_;
-    if (depth_ == 1) in_choices_ = false;
+    if (depth_ == 1) {
+      in_choices_ = false;
+      open_ = top_key::other;
+    } else if (depth_ == 2) {
+      response_usage_open_ = false;
+    }
     return true;
   }
   static bool fail(error_code& ec) {
@@ -229,6 +200,8 @@ class scan_handler {
   bool response_usage_ = false;         // the last name read inside it was "usage"
   bool response_id_ = false;            // the last name read inside it was "id"
   bool response_usage_object_ = false;  // and its value is an object
+  top_key open_ = top_key::other;       // the usage or the response object while it is open
+  bool response_usage_open_ = false;    // response.usage while it is open
   std::int64_t nested_[4] = {-1, -1, -1, -1};  // response.usage: completion, prompt, output, input
   char name_[name_cap];
   std::size_t name_len_ = 0;
@@ -236,7 +209,7 @@ class scan_handler {
 
 }  // namespace
 
-bool scan_event(std::string_view payload, event_facts& out) {
+bool detail::scan_event_sax(std::string_view payload, event_facts& out) {
   out = event_facts{};
   boost::json::basic_parser<scan_handler> p(boost::json::parse_options{}, out, payload);
   error_code ec;
@@ -244,6 +217,12 @@ bool scan_event(std::string_view payload, event_facts& out) {
   if (ec || n != payload.size() || !p.done() || !p.handler().top_object()) return false;
   p.handler().finish();
   return true;
+}
+
+bool scan_event(std::string_view payload, event_facts& out) {
+  if (detail::skim_event(payload, out) == detail::skim_verdict::object) [[likely]]
+    return true;
+  return detail::scan_event_sax(payload, out);
 }
 
 }  // namespace sluice::proxy

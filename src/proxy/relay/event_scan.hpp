@@ -1,7 +1,9 @@
 // event_scan: what the relay needs to know about one streamed event's JSON payload (is it a JSON
-// object, does it carry choices, usage, an error, a Responses API type), read in one pass of a
-// validating SAX parser without building a DOM. The relay scans every event it forwards, so this
-// is on the per-chunk path; the structured-output check, which needs the values, still parses.
+// object, does it carry choices, usage, an error, a Responses API type), read in one pass without
+// building a DOM. The relay scans every event it forwards, so this is on the per-chunk path; the
+// structured-output check, which needs the values, still parses. Two readers lie behind it (ADR
+// 0032): a skim that checks the grammar and steps over what no fact is read from, and boost::json's
+// validating SAX parser for every event the skim is not sure of.
 #pragma once
 
 #include <cstdint>
@@ -38,5 +40,14 @@ struct event_facts {
 
 // Scans `payload` (the event's data). False when it is not a single, well-formed JSON object.
 bool scan_event(std::string_view payload, event_facts& out);
+
+namespace detail {
+// The two readers, apart, for their tests and benchmark. The skim says `object` only for a
+// payload it has read whole and found a well-formed object, with the facts the SAX scan would
+// read; `unsure` for anything else (malformed input among it).
+enum class skim_verdict : std::uint8_t { object, unsure };
+skim_verdict skim_event(std::string_view payload, event_facts& out) noexcept;
+bool scan_event_sax(std::string_view payload, event_facts& out);
+}  // namespace detail
 
 }  // namespace sluice::proxy

@@ -66,4 +66,11 @@ inline bool same_facts(const event_facts& a, const event_facts& b) {
          a.response_object == b.response_object;
 }
 
+// Every fact, the response id's place too (which the DOM cannot show): scan_event's skim against
+// its SAX scan.
+inline bool same_facts_and_id(const event_facts& a, const event_facts& b) {
+  return same_facts(a, b) && a.response_id.found == b.response_id.found && a.response_id.at == b.response_id.at &&
+         a.response_id.size == b.response_id.size;
+}
+
 }  // namespace sluice::proxy
