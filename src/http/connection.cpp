@@ -7,14 +7,13 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "http/chunk_frame.hpp"
 #include "http/request_framing.hpp"
 #include "runtime/socket_io.hpp"
 #include "runtime/unique_fd.hpp"
@@ -163,16 +162,15 @@ task<result<void>> connection::nothing_to_write() { co_return ok; }
 
 task<result<void>> connection::write_chunk(std::string_view data) {
   if (data.empty()) return nothing_to_write();  // an empty chunk would end the body
-  return write_streamed(bhttp::make_chunk(net::buffer(data.data(), data.size())));
+  return write_streamed(chunk_frame(data, chunk_frame::ending::more));
 }
 
 task<result<void>> connection::write_last_chunk(std::string_view data) {
   if (data.empty()) return finish_chunks();
-  return write_streamed(
-      beast::buffers_cat(bhttp::make_chunk(net::buffer(data.data(), data.size())), bhttp::make_chunk_last()));
+  return write_streamed(chunk_frame(data, chunk_frame::ending::last));
 }
 
-task<result<void>> connection::finish_chunks() { return write_streamed(bhttp::make_chunk_last()); }
+task<result<void>> connection::finish_chunks() { return write_streamed(chunk_frame()); }
 
 task<result<void>> connection::write_sized_head(bhttp::response<bhttp::empty_body>& head) {
   held_head_ = runtime::head_bytes(head.base());
