@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
@@ -124,6 +125,8 @@ task<result<void>> connection::flush_head() {
 // the same system call.
 template <class Buffers>
 task<result<void>> connection::write_streamed(Buffers buffers) {
+  // A chunk's size line waits with the held head (if any) and goes in the same system call.
+  if constexpr (std::is_same_v<Buffers, chunk_piece>) append_chunk_size_line(held_head_, buffers.data_size());
   const std::size_t head = held_head_.size();
   const std::size_t total = head + net::buffer_size(buffers);
   const std::size_t now = runtime::send_now(socket_, held_head_, buffers);
@@ -162,15 +165,17 @@ task<result<void>> connection::nothing_to_write() { co_return ok; }
 
 task<result<void>> connection::write_chunk(std::string_view data) {
   if (data.empty()) return nothing_to_write();  // an empty chunk would end the body
-  return write_streamed(chunk_frame(data, chunk_frame::ending::more));
+  return write_streamed(chunk_piece(data, chunk_piece::ending::more));
 }
 
 task<result<void>> connection::write_last_chunk(std::string_view data) {
   if (data.empty()) return finish_chunks();
-  return write_streamed(chunk_frame(data, chunk_frame::ending::last));
+  return write_streamed(chunk_piece(data, chunk_piece::ending::last));
 }
 
-task<result<void>> connection::finish_chunks() { return write_streamed(chunk_frame()); }
+task<result<void>> connection::finish_chunks() {
+  return write_streamed(net::const_buffer(last_chunk.data(), last_chunk.size()));
+}
 
 task<result<void>> connection::write_sized_head(bhttp::response<bhttp::empty_body>& head) {
   held_head_ = runtime::head_bytes(head.base());
