@@ -12,10 +12,13 @@ namespace sluice::runtime {
 loop_pool::loop_pool(std::size_t threads) {
   if (threads == 0) threads = 1;
   for (std::size_t i = 0; i < threads; ++i) {
-    // Concurrency hint 1: each io_context is driven by exactly one thread, so Asio's scheduler skips
-    // waking other threads. It still locks (only the UNSAFE hints turn locking off, and other
-    // threads post to these contexts: admission wake-ups, reloads, the drain).
-    contexts_.push_back(std::make_unique<net::io_context>(1));
+    // Each io_context is driven by exactly one thread, and every I/O object is used only on the
+    // thread of the context it belongs to (other threads post: admission wake-ups, reloads, the
+    // drain, a handed-over connection's fd). So the reactor's per-descriptor locks guard nothing
+    // and are off (UNSAFE_IO, ADR 0033); the scheduler's queue and the reactor's registrations keep
+    // theirs, since posts come from other threads. One thread per context also lets the scheduler
+    // skip waking other threads (UNSAFE_IO implies Asio's one_thread_).
+    contexts_.push_back(std::make_unique<net::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO));
     guards_.emplace_back(contexts_.back()->get_executor());
   }
 }
