@@ -19,6 +19,16 @@ wakeup::~wakeup() {
 task<bool> wakeup::wait(duration timeout) {
   if (s_->pending.exchange(false, std::memory_order_acq_rel)) co_return true;
   s_->timer.expires_after(timeout);
+  co_return co_await wait_timer();
+}
+
+task<bool> wakeup::wait() {
+  if (s_->pending.exchange(false, std::memory_order_acq_rel)) co_return true;
+  s_->timer.expires_at(net::steady_timer::time_point::max());
+  co_return co_await wait_timer();
+}
+
+task<bool> wakeup::wait_timer() {
   error_code ec;
   co_await s_->timer.async_wait(ec_out(ec));
   co_return s_->pending.exchange(false, std::memory_order_acq_rel);

@@ -43,10 +43,13 @@ class wakeup {
 
   // Until notified or `timeout` passed; true when a notification ended it (and is consumed).
   task<bool> wait(duration timeout);
+  // Until notified (or the waiting coroutine is cancelled): no wake-up of its own while idle.
+  task<bool> wait();
   void notify() const noexcept { handle(s_).notify(); }
   handle get_handle() const noexcept { return handle(s_); }
 
  private:
+  task<bool> wait_timer();  // the armed timer's wait; true when a notification ended it
   std::shared_ptr<state> s_;
 };
 

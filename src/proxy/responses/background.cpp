@@ -18,8 +18,10 @@ task<void> run_jobs(job_runner& runner, jobs::memory_store& store, const std::at
     if (draining.load(std::memory_order_relaxed)) co_return;
     auto rec = store.take_job();
     if (!rec) {
+      // Registered as idle until a put() pops and notifies it: an idle slot never wakes on its own
+      // (the slots of a process that runs no background job cost it nothing); stop() cancels it.
       store.wait_for_job(wake.get_handle());
-      co_await wake.wait(std::chrono::seconds(1));
+      co_await wake.wait();
       continue;
     }
     if (!rec->start(response_object_with(rec->object(), jobs::status::in_progress))) continue;  // cancelled meanwhile

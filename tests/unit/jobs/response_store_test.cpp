@@ -147,8 +147,9 @@ TEST(response_store, ACancelBeforeTheJobSetsItsStopStillStopsIt) {
   EXPECT_EQ(stops, 1);
 }
 
-// A job slot re-registers as idle after every idle wait (once a second): the list keeps one entry
-// per live runner, however long it idles, and none for a runner that is gone.
+// A job slot registers as idle again after each wait that found no job (a stray wake, another
+// slot took the job first): the list keeps one entry per live runner, however often it re-registers,
+// and none for a runner that is gone.
 TEST(response_store, IdleRunnersAreKeptOncePerLiveRunner) {
   boost::asio::io_context io;
   memory_store s(small());
