@@ -62,7 +62,7 @@ struct chunk_reserve {
 inline error_code put_buffered(request_parser& parser, beast::flat_buffer& buffer) {
   error_code ec;
   buffer.consume(parser.put(buffer.data(), ec));
-  if (ec == bhttp::error::need_more) ec = {};
+  if (ec && ec == bhttp::error::need_more) ec = {};
   return ec;
 }
 

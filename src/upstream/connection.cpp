@@ -63,7 +63,7 @@ task<error_code> connection::read_head() {
     if (ec || p.is_header_done()) co_return ec;
     bool eof = false;
     ec = co_await read_into_buffer(std::max(read_window_, head_read_window), eof);
-    if (ec == bhttp::error::buffer_overflow) co_return bhttp::error::header_limit;
+    if (ec && ec == bhttp::error::buffer_overflow) co_return bhttp::error::header_limit;
     if (ec) co_return ec;
     if (eof) co_return buffer_.size() == 0 ? bhttp::error::end_of_stream : bhttp::error::partial_message;
   }
@@ -85,7 +85,9 @@ task<error_code> connection::read_into_buffer(std::size_t window, bool& eof, boo
   buffer_.commit(n);
   if (adapt && !ec && n == window && read_window_ < max_read_window)
     read_window_ = std::min(read_window_ * 2, max_read_window);
-  if (ec == net::error::eof || ec == net::ssl::error::stream_truncated) {
+  // (Tested for an error first: comparing with an enum builds an error_code of its category, and
+  // nearly every read succeeds.)
+  if (ec && (ec == net::error::eof || ec == net::ssl::error::stream_truncated)) {
     // stream_truncated: a TLS peer that closed without close_notify; the parser decides whether
     // the body was complete (a close-delimited body) or cut short.
     eof = true;

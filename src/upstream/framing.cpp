@@ -10,7 +10,7 @@ boost::system::error_code parse_head(response_parser& p, boost::beast::flat_buff
   boost::system::error_code ec;
   if (buf.size() == 0) return ec;
   buf.consume(p.put(buf.data(), ec));
-  if (ec == bhttp::error::need_more) ec = {};
+  if (ec && ec == bhttp::error::need_more) ec = {};
   return ec;
 }
 
@@ -22,7 +22,7 @@ result<std::size_t> decode_buffered(response_parser& p, boost::beast::flat_buffe
   p.get().body().more = true;
   boost::system::error_code ec;
   buf.consume(p.put(buf.data(), ec));
-  if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more) ec = {};
+  if (ec && (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more)) ec = {};  // (cheap when none)
   if (ec) return error::make(errc::upstream_protocol, "upstream sent a malformed response body: " + ec.message());
   return cap - p.get().body().size;
 }
