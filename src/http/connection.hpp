@@ -169,7 +169,7 @@ class connection final : public runtime::watchdog::item, public downstream {
 
   beast::flat_buffer buffer_;
   const server_options& opts_;
-  std::string held_head_;  // hold_head(): serialized, waiting for the first piece
+  std::string held_head_;  // hold_head(): serialized, waiting for the first piece; and a chunk's size line during its write
   runtime::steady::time_point idle_deadline_{};  // waiting for a next request until; epoch = not
   bool served_ = false;  // a request was read on this connection
   std::shared_ptr<watch_state> watch_state_;  // made by the first watch

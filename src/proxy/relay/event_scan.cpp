@@ -99,12 +99,16 @@ class scan_handler {
   // Called once the document is complete: without a top-level usage object, the response's is it.
   void finish() noexcept {
     f_.response_object = response_object_;
-    if (f_.usage_object || !response_usage_object_) return;
-    f_.usage_object = true;
-    f_.completion_tokens = nested_[0];
-    f_.prompt_tokens = nested_[1];
-    f_.output_tokens = nested_[2];
-    f_.input_tokens = nested_[3];
+    const std::int64_t* counts = f_.usage_object ? top_counts_ : nullptr;
+    if (counts == nullptr && response_usage_object_) {
+      f_.usage_object = true;
+      counts = nested_;
+    }
+    if (counts == nullptr) return;
+    f_.completion_tokens = counts[0];
+    f_.prompt_tokens = counts[1];
+    f_.output_tokens = counts[2];
+    f_.input_tokens = counts[3];
   }
 
  private:
@@ -126,18 +130,11 @@ class scan_handler {
   // An integer value: a usage count (top-level usage or response.usage) or the sequence number.
   void integer(std::int64_t v) noexcept {
     if (depth_ == 1 && top_ == top_key::sequence_number) f_.sequence_number = v;
-    else if (depth_ == 2 && open_ == top_key::usage) set_usage(v, f_.completion_tokens, f_.prompt_tokens, f_.output_tokens, f_.input_tokens);
-    else if (depth_ == 3 && response_usage_open_) set_usage(v, nested_[0], nested_[1], nested_[2], nested_[3]);
+    else if (depth_ == 2 && open_ == top_key::usage) set_usage(v, top_counts_);
+    else if (depth_ == 3 && response_usage_open_) set_usage(v, nested_);
   }
-  void set_usage(std::int64_t v, std::int64_t& completion, std::int64_t& prompt, std::int64_t& output,
-                 std::int64_t& input) const noexcept {
-    switch (usage_) {
-      case usage_key::completion_tokens: completion = v; break;
-      case usage_key::prompt_tokens: prompt = v; break;
-      case usage_key::output_tokens: output = v; break;
-      case usage_key::input_tokens: input = v; break;
-      case usage_key::other: break;
-    }
+  void set_usage(std::int64_t v, std::int64_t* counts) const noexcept {
+    if (std::int64_t* slot = usage_slot(usage_, counts)) *slot = v;
   }
   // An object as the value of a top-level member: the usage or the response object is open.
   void open_top_object() noexcept {
@@ -202,7 +199,8 @@ class scan_handler {
   bool response_usage_object_ = false;  // and its value is an object
   top_key open_ = top_key::other;       // the usage or the response object while it is open
   bool response_usage_open_ = false;    // response.usage while it is open
-  std::int64_t nested_[4] = {-1, -1, -1, -1};  // response.usage: completion, prompt, output, input
+  std::int64_t top_counts_[4] = {-1, -1, -1, -1};  // usage: completion, prompt, output, input
+  std::int64_t nested_[4] = {-1, -1, -1, -1};      // response.usage: the same
   char name_[name_cap];
   std::size_t name_len_ = 0;
 };
