@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/write.hpp>
@@ -124,12 +125,14 @@ task<result<void>> connection::flush_head() {
 // the asynchronous write, under the write-stall watchdog as always. A held head goes first, in
 // the same system call.
 template <class Buffers>
-task<result<void>> connection::write_streamed(Buffers buffers) {
+task<result<void>> connection::write_streamed(Buffers buffers, std::size_t tried) {
   // A chunk's size line waits with the held head (if any) and goes in the same system call.
-  if constexpr (std::is_same_v<Buffers, chunk_piece>) append_chunk_size_line(held_head_, buffers.data_size());
+  if constexpr (std::is_same_v<Buffers, chunk_piece>) {
+    if (tried == not_tried) append_chunk_size_line(held_head_, buffers.data_size());
+  }
   const std::size_t head = held_head_.size();
   const std::size_t total = head + net::buffer_size(buffers);
-  const std::size_t now = runtime::send_now(socket_, held_head_, buffers);
+  const std::size_t now = tried != not_tried ? tried : runtime::send_now(socket_, held_head_, buffers);
   if (now == total) {
     if (head) release_head();
     co_return end_write({}, now);
@@ -165,7 +168,32 @@ task<result<void>> connection::nothing_to_write() { co_return ok; }
 
 task<result<void>> connection::write_chunk(std::string_view data) {
   if (data.empty()) return nothing_to_write();  // an empty chunk would end the body
-  return write_streamed(chunk_piece(data, chunk_piece::ending::more));
+  std::size_t tried = not_tried;
+  if (tried_data_ != nullptr) {  // the rest of the chunk try_write_chunk() began
+    // Other bytes than the ones begun would corrupt the body's framing on the wire: a caller's
+    // defect, and the connection ends (the write fails) rather than send them.
+    if (tried_data_ != data.data()) close();
+    tried = std::exchange(tried_sent_, 0);
+    tried_data_ = nullptr;
+  }
+  return write_streamed(chunk_piece(data, chunk_piece::ending::more), tried);
+}
+
+bool connection::try_write_chunk(std::string_view data) {
+  // The plain case only: a held head, an empty chunk or a piece already begun take write_chunk().
+  if (data.empty() || !held_head_.empty() || tried_data_ != nullptr) return false;
+  const chunk_piece piece(data, chunk_piece::ending::more);
+  append_chunk_size_line(held_head_, data.size());
+  const std::size_t head = held_head_.size();
+  const std::size_t now = runtime::send_now(socket_, held_head_, piece);
+  if (now == head + net::buffer_size(piece)) {
+    release_head();
+    (void)end_write({}, now);
+    return true;
+  }
+  tried_data_ = data.data();
+  tried_sent_ = now;
+  return false;
 }
 
 task<result<void>> connection::write_last_chunk(std::string_view data) {

@@ -81,6 +81,9 @@ class connection final : public runtime::watchdog::item, public downstream {
   bool holds_head() const noexcept override { return !held_head_.empty(); }
   task<result<void>> flush_head() override;
   task<result<void>> write_chunk(std::string_view data) override;
+  // The socket takes the chunk at once (the usual case for a reading client): written, no frame,
+  // no trip through the loop. When it takes only part, write_chunk(data) sends the rest.
+  bool try_write_chunk(std::string_view data) override;
   task<result<void>> finish_chunks() override;
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
   // events).
@@ -153,8 +156,11 @@ class connection final : public runtime::watchdog::item, public downstream {
   task<error_code> read_body(request_parser& parser);
   // Takes its buffers by value: write_chunk() and the others return its task without a coroutine
   // frame of their own (one frame per streamed piece, not two), so the task must own them.
+  // `tried`: the bytes of this piece (with its size line, in held_head_) that try_write_chunk()
+  // sent already; not_tried when it did not begin it.
+  static constexpr std::size_t not_tried = static_cast<std::size_t>(-1);
   template <class Buffers>
-  task<result<void>> write_streamed(Buffers buffers);
+  task<result<void>> write_streamed(Buffers buffers, std::size_t tried = not_tried);
   static task<result<void>> nothing_to_write();
   task<bool> write_rest_of_head(std::size_t from, std::size_t& n);
   void release_head() noexcept { std::string().swap(held_head_); }  // frees it, not only clears
@@ -177,6 +183,8 @@ class connection final : public runtime::watchdog::item, public downstream {
   bool watch_armed_ = false;                  // a readiness wait for the watch is queued
   bool peer_gone_ = false;
   runtime::steady::time_point write_since_{};  // start of the pending write; epoch = none
+  const char* tried_data_ = nullptr;  // the chunk try_write_chunk() sent part of, for write_chunk() to finish
+  std::size_t tried_sent_ = 0;        // how much of it (size line included)
   std::uint64_t bytes_written_ = 0;
   bool stalled_ = false;
   std::string failed_request_id_;

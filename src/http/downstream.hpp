@@ -34,6 +34,13 @@ class downstream {
   virtual bool holds_head() const noexcept = 0;
   virtual task<result<void>> flush_head() = 0;
   virtual task<result<void>> write_chunk(std::string_view data) = 0;
+  // write_chunk(data) without waiting and without a coroutine, where the downstream can: true when
+  // the chunk went out whole. False: write_chunk(data), with the same bytes, must follow at once and
+  // writes it (or the rest of it, when this began it). By default it never can.
+  virtual bool try_write_chunk(std::string_view data) {
+    (void)data;
+    return false;
+  }
   virtual task<result<void>> finish_chunks() = 0;
   // write_chunk(data) and finish_chunks() in one write (a stream whose end arrived with its last
   // events).

@@ -293,6 +293,66 @@ TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
   EXPECT_TRUE(got == expected) << "got " << got.size() << " bytes, expected " << expected.size();
 }
 
+// try_write_chunk(): a chunk the socket takes whole goes out at once (true, counted); a chunk larger
+// than the socket takes is begun (false: the size line and part of the data sent) and write_chunk()
+// with the same bytes sends the rest. The peer receives each chunk once, whole and in order, and the
+// next try starts clean.
+TEST(ResponseTiming, ATriedChunkIsWrittenWholeOrFinishedByWriteChunk) {
+  test::net::io_context io;
+  test::tcp::acceptor a(io, test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), 0));
+  test::tcp::socket peer(io);
+  peer.connect(a.local_endpoint());
+  test::tcp::socket accepted = a.accept();
+  const int small = 4096;
+  ::setsockopt(accepted.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  ::setsockopt(peer.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  http::server_options opts;
+  http::connection conn(std::move(accepted), opts);
+
+  const std::string first = content_event("hello");
+  ASSERT_TRUE(conn.try_write_chunk(first)) << "an empty socket takes a small chunk at once";
+  EXPECT_EQ(conn.bytes_written(), chunk(first).size());
+  EXPECT_FALSE(conn.holds_head());
+
+  const std::string big(200000, 'b');  // far more than the socket's buffers hold
+  ASSERT_FALSE(conn.try_write_chunk(big)) << "the socket cannot take 200,000 bytes at once";
+  std::optional<bool> wrote;
+  net::co_spawn(io, [&]() -> task<void> {
+    auto w = co_await conn.write_chunk(big);
+    wrote = w.has_value();
+  }, net::detached);
+  const std::string expected = chunk(first) + chunk(big);
+  std::string got;
+  std::thread reader([&] {
+    char buf[8192];
+    boost::system::error_code rec;
+    while (got.size() < expected.size()) {
+      const std::size_t n = peer.read_some(test::net::buffer(buf), rec);
+      if (rec) break;
+      got.append(buf, n);
+    }
+  });
+  io.run_for(10s);
+  reader.join();
+  ASSERT_TRUE(wrote.has_value());
+  EXPECT_TRUE(*wrote);
+  EXPECT_FALSE(conn.holds_head()) << "the size line went out with the rest";
+  EXPECT_EQ(conn.bytes_written(), expected.size());
+  EXPECT_TRUE(got == expected) << "got " << got.size() << " bytes, expected " << expected.size();
+
+  const std::string last = content_event("again");
+  ASSERT_TRUE(conn.try_write_chunk(last)) << "the drained socket takes the next chunk at once";
+  std::string tail;
+  char buf[256];
+  while (tail.size() < chunk(last).size()) {
+    boost::system::error_code rec;
+    const std::size_t n = peer.read_some(test::net::buffer(buf), rec);
+    ASSERT_FALSE(rec) << rec.message();
+    tail.append(buf, n);
+  }
+  EXPECT_EQ(tail, chunk(last));
+}
+
 // What an open slow stream holds once its first event is through: its relay buffer and its
 // upstream connection's read buffer, both small (the 4 KiB of the upstream head read are given
 // back; they used to stay for the stream's life behind a chunk's trailing CRLF).

@@ -295,7 +295,10 @@ task<void> sse_relay::pump_events() {
         else res_.completed = true;
         break;
       }
-      const bool sent = co_await write_events(upto);
+      // The usual case, a socket with room, without write_events' and write_chunk's frames.
+      bool sent = events_.plain_write() && client_.try_write_chunk(buf_.view(0, upto));
+      if (sent) events_.take_cut();  // plain: nothing of it to apply
+      else sent = co_await write_events(upto);
       if (!sent) {
         res_.client_gone = true;
         up_.abort();
