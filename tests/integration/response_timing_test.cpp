@@ -228,26 +228,58 @@ TEST(ResponseTiming, KeepAliveConnectionIsServedAgainAndClosedWhenIdle) {
   EXPECT_LE(closed_after, go.http.idle_timeout + 250ms + kPromptly + 500ms);
 }
 
-// http::connection on its own: a held head meets a socket that takes nothing (the peer has not
-// read yet), so the head's own asynchronous write runs before the piece's. The peer must receive
-// every byte once, in order: what was queued before, the head, the chunk.
-TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
+// http::connection on its own, to a peer on 127.0.0.1, both with small socket buffers: a write of
+// some KiB fills them.
+struct small_pipe {
   test::net::io_context io;
-  test::tcp::acceptor a(io, test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), 0));
-  test::tcp::socket peer(io);
-  peer.connect(a.local_endpoint());
-  test::tcp::socket accepted = a.accept();
-  const int small = 4096;
-  ::setsockopt(accepted.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-  ::setsockopt(peer.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-
+  test::tcp::socket peer{io};
   http::server_options opts;
-  http::connection conn(std::move(accepted), opts);
+  std::unique_ptr<http::connection> conn;
+
+  small_pipe() {
+    test::tcp::acceptor a(io, test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), 0));
+    peer.connect(a.local_endpoint());
+    test::tcp::socket accepted = a.accept();
+    const int small = 4096;
+    ::setsockopt(accepted.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    ::setsockopt(peer.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    conn = std::make_unique<http::connection>(std::move(accepted), opts);
+  }
+  // Runs the loop while a thread reads `n` bytes at the peer (fewer if its read fails); those bytes.
+  std::string run_reading(std::size_t n) {
+    std::string got;
+    std::thread reader([&] {
+      char buf[8192];
+      boost::system::error_code rec;
+      while (got.size() < n) {
+        const std::size_t k = peer.read_some(test::net::buffer(buf), rec);
+        if (rec) break;
+        got.append(buf, k);
+      }
+    });
+    io.run_for(10s);
+    reader.join();
+    return got;
+  }
+  // Spawns conn->write_chunk(data); `wrote` is set when it ends (true: written).
+  void spawn_write_chunk(const std::string& data, std::optional<bool>& wrote) {
+    net::co_spawn(io, [this, &data, &wrote]() -> task<void> {
+      auto w = co_await conn->write_chunk(data);
+      wrote = w.has_value();
+    }, net::detached);
+  }
+};
+
+// A held head meets a socket that takes nothing (the peer has not read yet), so the head's own
+// asynchronous write runs before the piece's. The peer must receive every byte once, in order: what
+// was queued before, the head, the chunk.
+TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
+  small_pipe p;
   // Fill the path to the peer until the socket takes nothing more.
   std::string queued;
   const std::string filler(1024, 'f');
   while (true) {
-    const ssize_t n = ::send(conn.socket().native_handle(), filler.data(), filler.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t n = ::send(p.conn->socket().native_handle(), filler.data(), filler.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n <= 0) break;
     queued.append(filler.data(), static_cast<std::size_t>(n));
   }
@@ -256,40 +288,25 @@ TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
   test::bhttp::response<test::bhttp::empty_body> head{test::bhttp::status::ok, 11};
   head.set(test::bhttp::field::content_type, "text/event-stream");
   head.set("x-request-id", std::string(300, 'r'));  // a head of some size
-  conn.hold_head(head);
-  ASSERT_TRUE(conn.holds_head());
+  p.conn->hold_head(head);
+  ASSERT_TRUE(p.conn->holds_head());
   auto expected_head = head;
   expected_head.chunked(true);
   const std::string head_bytes = runtime::head_bytes(expected_head.base());
 
   const std::string payload(20000, 'p');
   std::optional<bool> wrote;
-  net::co_spawn(io, [&]() -> task<void> {
-    auto w = co_await conn.write_chunk(payload);
-    wrote = w.has_value();
-  }, net::detached);
-
-  io.poll();  // the write runs until it waits on the full socket
+  p.spawn_write_chunk(payload, wrote);
+  p.io.poll();  // the write runs until it waits on the full socket
   ASSERT_FALSE(wrote.has_value()) << "the socket was expected to be full";
-  EXPECT_TRUE(conn.holds_head()) << "the socket took none of the head";
+  EXPECT_TRUE(p.conn->holds_head()) << "the socket took none of the head";
 
   const std::string expected = queued + head_bytes + chunk(payload);
-  std::string got;
-  std::thread reader([&] {
-    char buf[8192];
-    boost::system::error_code rec;
-    while (got.size() < expected.size()) {
-      const std::size_t n = peer.read_some(test::net::buffer(buf), rec);
-      if (rec) break;
-      got.append(buf, n);
-    }
-  });
-  io.run_for(10s);
-  reader.join();
+  const std::string got = p.run_reading(expected.size());
   ASSERT_TRUE(wrote.has_value());
   EXPECT_TRUE(*wrote);
-  EXPECT_FALSE(conn.holds_head());
-  EXPECT_EQ(conn.bytes_written(), head_bytes.size() + chunk(payload).size());
+  EXPECT_FALSE(p.conn->holds_head());
+  EXPECT_EQ(p.conn->bytes_written(), head_bytes.size() + chunk(payload).size());
   EXPECT_TRUE(got == expected) << "got " << got.size() << " bytes, expected " << expected.size();
 }
 
@@ -298,59 +315,27 @@ TEST(ResponseTiming, HeldHeadIsWrittenWholeWhenTheSocketIsFull) {
 // with the same bytes sends the rest. The peer receives each chunk once, whole and in order, and the
 // next try starts clean.
 TEST(ResponseTiming, ATriedChunkIsWrittenWholeOrFinishedByWriteChunk) {
-  test::net::io_context io;
-  test::tcp::acceptor a(io, test::tcp::endpoint(test::net::ip::make_address("127.0.0.1"), 0));
-  test::tcp::socket peer(io);
-  peer.connect(a.local_endpoint());
-  test::tcp::socket accepted = a.accept();
-  const int small = 4096;
-  ::setsockopt(accepted.native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-  ::setsockopt(peer.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  http::server_options opts;
-  http::connection conn(std::move(accepted), opts);
-
+  small_pipe p;
   const std::string first = content_event("hello");
-  ASSERT_TRUE(conn.try_write_chunk(first)) << "an empty socket takes a small chunk at once";
-  EXPECT_EQ(conn.bytes_written(), chunk(first).size());
-  EXPECT_FALSE(conn.holds_head());
+  ASSERT_TRUE(p.conn->try_write_chunk(first)) << "an empty socket takes a small chunk at once";
+  EXPECT_EQ(p.conn->bytes_written(), chunk(first).size());
+  EXPECT_FALSE(p.conn->holds_head());
 
   const std::string big(200000, 'b');  // far more than the socket's buffers hold
-  ASSERT_FALSE(conn.try_write_chunk(big)) << "the socket cannot take 200,000 bytes at once";
+  ASSERT_FALSE(p.conn->try_write_chunk(big)) << "the socket cannot take 200,000 bytes at once";
   std::optional<bool> wrote;
-  net::co_spawn(io, [&]() -> task<void> {
-    auto w = co_await conn.write_chunk(big);
-    wrote = w.has_value();
-  }, net::detached);
+  p.spawn_write_chunk(big, wrote);
   const std::string expected = chunk(first) + chunk(big);
-  std::string got;
-  std::thread reader([&] {
-    char buf[8192];
-    boost::system::error_code rec;
-    while (got.size() < expected.size()) {
-      const std::size_t n = peer.read_some(test::net::buffer(buf), rec);
-      if (rec) break;
-      got.append(buf, n);
-    }
-  });
-  io.run_for(10s);
-  reader.join();
+  const std::string got = p.run_reading(expected.size());
   ASSERT_TRUE(wrote.has_value());
   EXPECT_TRUE(*wrote);
-  EXPECT_FALSE(conn.holds_head()) << "the size line went out with the rest";
-  EXPECT_EQ(conn.bytes_written(), expected.size());
+  EXPECT_FALSE(p.conn->holds_head()) << "the size line went out with the rest";
+  EXPECT_EQ(p.conn->bytes_written(), expected.size());
   EXPECT_TRUE(got == expected) << "got " << got.size() << " bytes, expected " << expected.size();
 
   const std::string last = content_event("again");
-  ASSERT_TRUE(conn.try_write_chunk(last)) << "the drained socket takes the next chunk at once";
-  std::string tail;
-  char buf[256];
-  while (tail.size() < chunk(last).size()) {
-    boost::system::error_code rec;
-    const std::size_t n = peer.read_some(test::net::buffer(buf), rec);
-    ASSERT_FALSE(rec) << rec.message();
-    tail.append(buf, n);
-  }
-  EXPECT_EQ(tail, chunk(last));
+  ASSERT_TRUE(p.conn->try_write_chunk(last)) << "the drained socket takes the next chunk at once";
+  EXPECT_EQ(p.run_reading(chunk(last).size()), chunk(last));
 }
 
 // What an open slow stream holds once its first event is through: its relay buffer and its

@@ -63,4 +63,19 @@ inline std::int64_t* usage_slot(usage_key k, std::int64_t* counts) noexcept {
   return nullptr;
 }
 
+// The end of a read: the usage counts into `f`, the top-level usage object's (`top`, when
+// f.usage_object) or else the response object's (`nested`, when `response_usage` saw one).
+inline void finish_usage(event_facts& f, const std::int64_t* top, const std::int64_t* nested, bool response_usage) noexcept {
+  const std::int64_t* counts = f.usage_object ? top : nullptr;
+  if (counts == nullptr && response_usage) {
+    f.usage_object = true;
+    counts = nested;
+  }
+  if (counts == nullptr) return;
+  f.completion_tokens = counts[0];
+  f.prompt_tokens = counts[1];
+  f.output_tokens = counts[2];
+  f.input_tokens = counts[3];
+}
+
 }  // namespace sluice::proxy::event_names

@@ -204,16 +204,7 @@ class skimmer {
 
   void finish() noexcept {
     f_.response_object = response_object_;
-    const std::int64_t* counts = f_.usage_object ? top_counts_ : nullptr;
-    if (counts == nullptr && response_usage_object_) {
-      f_.usage_object = true;
-      counts = nested_counts_;
-    }
-    if (counts == nullptr) return;
-    f_.completion_tokens = counts[0];
-    f_.prompt_tokens = counts[1];
-    f_.output_tokens = counts[2];
-    f_.input_tokens = counts[3];
+    finish_usage(f_, top_counts_, nested_counts_, response_usage_object_);
   }
 
   const char* const begin_;

@@ -36,6 +36,13 @@ void spawn_wait(net::io_context& io, wakeup& w, const std::shared_ptr<waited>& o
   }
 }
 
+// Runs the loop until the wait has ended (or nothing is left to run); whether it ended.
+bool run_until_ended(net::io_context& io, const waited& out) {
+  while (!out.notified && io.run_one() > 0) {
+  }
+  return out.notified.has_value();
+}
+
 }  // namespace
 
 TEST(wakeup, AnUntimedWaitEndsWhenAnotherThreadNotifies) {
@@ -46,10 +53,7 @@ TEST(wakeup, AnUntimedWaitEndsWhenAnotherThreadNotifies) {
   io.poll();
   ASSERT_FALSE(out->notified.has_value()) << "nothing notified it yet";
   std::thread([h = w.get_handle()] { h.notify(); }).join();
-  io.run_one();  // the posted wake: it cancels the timer
-  while (!out->notified && io.run_one() > 0) {
-  }
-  ASSERT_TRUE(out->notified.has_value());
+  ASSERT_TRUE(run_until_ended(io, *out));
   EXPECT_TRUE(*out->notified);
 }
 
@@ -59,9 +63,7 @@ TEST(wakeup, ANotificationBeforeTheWaitEndsItAtOnce) {
   w.notify();
   auto out = std::make_shared<waited>();
   spawn_wait(io, w, out);
-  while (!out->notified && io.run_one() > 0) {
-  }
-  ASSERT_TRUE(out->notified.has_value());
+  ASSERT_TRUE(run_until_ended(io, *out));
   EXPECT_TRUE(*out->notified);
 }
 
@@ -77,8 +79,6 @@ TEST(wakeup, AnUntimedWaitDoesNotWakeOnItsOwnAndEndsWhenCancelled) {
   EXPECT_EQ(io.run_for(std::chrono::milliseconds(50)), 0u) << "an idle wait ran a handler";
   ASSERT_FALSE(out->notified.has_value());
   sig.emit(net::cancellation_type::terminal);
-  while (!out->notified && io.run_one() > 0) {
-  }
-  ASSERT_TRUE(out->notified.has_value());
+  ASSERT_TRUE(run_until_ended(io, *out));
   EXPECT_FALSE(*out->notified) << "a cancelled wait was not notified";
 }
