@@ -211,7 +211,7 @@ class gateway {
   class admin_handler final : public http::request_handler {
    public:
     explicit admin_handler(proxy::dispatcher& p) : p_(p) {}
-    task<bool> handle(http::request req, http::connection& conn) override { return p_.handle_admin(std::move(req), conn); }
+    task<bool> handle(http::request& req, http::connection& conn) override { return p_.handle_admin(req, conn); }
     task<void> reject(const error& e, http::connection& conn) override { return p_.reject(e, conn); }
 
    private:

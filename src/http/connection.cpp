@@ -131,12 +131,8 @@ task<result<void>> connection::write_streamed(Buffers buffers, std::size_t tried
     if (tried == not_tried) append_chunk_size_line(held_head_, buffers.data_size());
   }
   const std::size_t head = held_head_.size();
-  const std::size_t total = head + net::buffer_size(buffers);
-  const std::size_t now = tried != not_tried ? tried : runtime::send_now(socket_, held_head_, buffers);
-  if (now == total) {
-    if (head) release_head();
-    co_return end_write({}, now);
-  }
+  std::size_t now = tried;
+  if (tried == not_tried && sent_whole_now(buffers, now)) co_return ok;
   write_since_ = runtime::steady::now();
   std::size_t done = now;
   if (now < head) {  // rare: the socket did not take even the head
@@ -154,6 +150,16 @@ task<result<void>> connection::write_streamed(Buffers buffers, std::size_t tried
   error_code ec;
   std::size_t n = co_await net::async_write(socket_, rest, ec_out(ec));
   co_return end_write(ec, done + n);
+}
+
+template <class Buffers>
+bool connection::sent_whole_now(const Buffers& buffers, std::size_t& sent) {
+  const std::size_t head = held_head_.size();
+  sent = runtime::send_now(socket_, held_head_, buffers);
+  if (sent != head + net::buffer_size(buffers)) return false;
+  if (head) release_head();
+  (void)end_write({}, sent);
+  return true;
 }
 
 task<bool> connection::write_rest_of_head(std::size_t from, std::size_t& n) {
@@ -184,13 +190,8 @@ bool connection::try_write_chunk(std::string_view data) {
   if (data.empty() || !held_head_.empty() || tried_data_ != nullptr) return false;
   const chunk_piece piece(data, chunk_piece::ending::more);
   append_chunk_size_line(held_head_, data.size());
-  const std::size_t head = held_head_.size();
-  const std::size_t now = runtime::send_now(socket_, held_head_, piece);
-  if (now == head + net::buffer_size(piece)) {
-    release_head();
-    (void)end_write({}, now);
-    return true;
-  }
+  std::size_t now = 0;
+  if (sent_whole_now(piece, now)) return true;
   tried_data_ = data.data();
   tried_sent_ = now;
   return false;

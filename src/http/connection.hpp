@@ -161,6 +161,10 @@ class connection final : public runtime::watchdog::item, public downstream {
   static constexpr std::size_t not_tried = static_cast<std::size_t>(-1);
   template <class Buffers>
   task<result<void>> write_streamed(Buffers buffers, std::size_t tried = not_tried);
+  // The held bytes and `buffers` offered to the socket at once; true when it took them all (the
+  // write is then done: the held bytes given back, the bytes counted). `sent`: what it took.
+  template <class Buffers>
+  bool sent_whole_now(const Buffers& buffers, std::size_t& sent);
   static task<result<void>> nothing_to_write();
   task<bool> write_rest_of_head(std::size_t from, std::size_t& n);
   void release_head() noexcept { std::string().swap(held_head_); }  // frees it, not only clears

@@ -251,7 +251,7 @@ task<void> server::session(std::unique_ptr<connection> conn, [[maybe_unused]] co
       }
       break;
     }
-    bool keep = co_await handler_.handle(std::move(*req), *conn) && !conn->body_pending();
+    bool keep = co_await handler_.handle(*req, *conn) && !conn->body_pending();
     if (!keep) {
       // A streamed body refused before its end (a key, a limit): the client may still be sending.
       if (conn->body_pending() && conn->is_open()) co_await conn->linger_close();

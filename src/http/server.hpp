@@ -26,7 +26,9 @@ class request_handler {
   virtual ~request_handler() = default;
   // Writes exactly one response to `req` on `conn` (whole or streamed). Returns whether the
   // connection may carry another request. Errors are answered inside; exceptions mean bugs.
-  virtual task<bool> handle(request req, connection& conn) = 0;
+  // `req` is the session's until handle() returns (not copied into the handler's coroutine frame,
+  // which may last as long as a stream); the handler may move from it or clear it.
+  virtual task<bool> handle(request& req, connection& conn) = 0;
   // Answers a request that could not be read (400/408/413/431). Returns keep-alive (always false).
   virtual task<void> reject(const error& e, connection& conn) = 0;
   // The requests whose bodies handle() reads itself, piece by piece (null: every body is read

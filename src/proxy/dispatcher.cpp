@@ -84,7 +84,7 @@ dispatcher::dispatcher(net::any_io_executor ex, const shared_config& cfg, upstre
 // Kept to a small coroutine frame: this frame, like every frame on the way to the relay, lives as
 // long as the stream (GCC gives every temporary of every co_await its own slot), so the phases with
 // many awaits live in their own coroutines.
-task<bool> dispatcher::handle(http::request req, http::connection& conn) {
+task<bool> dispatcher::handle(http::request& req, http::connection& conn) {
   request_context ctx(conn, req.version());
   ctx.socket = &conn;
   ctx.request_id = request_id_of(req);
@@ -99,7 +99,7 @@ task<bool> dispatcher::handle(http::request req, http::connection& conn) {
   co_return ctx.keep_alive && ctx.end.written;
 }
 
-task<bool> dispatcher::handle_admin(http::request req, http::connection& conn) {
+task<bool> dispatcher::handle_admin(http::request& req, http::connection& conn) {
   request_context ctx(conn, req.version());
   ctx.request_id = request_id_of(req);
   ctx.bytes_in = req.body().size();
@@ -129,17 +129,32 @@ task<void> dispatcher::reject(const error& e, http::connection& conn) {
   ending_.finish(ctx);
 }
 
-// Kept one coroutine (no frame more on the way to the relay): the recording's set-up and end are
-// plain functions.
+// The answers given before a request goes anywhere, in their own coroutine: its frame, with the
+// errors and strings of each answer (GCC gives every temporary of every co_await its own slot),
+// is gone before serve()'s frame settles in for the stream's life.
+task<bool> dispatcher::answered_first(request_context& ctx, http::request& req) {
+  if (auto bad = pipeline_.parse(ctx, req)) {
+    co_await send_error(ctx, *bad);
+  } else if (!cfg_.proxy.serves(ctx.route)) {
+    co_await refuse(ctx, error::make(errc::not_found, "The route " + ctx.path + " is not enabled on this gateway."),
+                    obs::reject_reason::route_disabled);
+  } else if (is_probe(ctx.route)) {
+    co_await serve_probe(ctx, cfg_);
+  } else if (cfg_.jobs && !cfg_.jobs->serves_clients()) {
+    co_await send_error(ctx, error::make(errc::not_found, worker_role_only));
+  } else if (auto objects = claim_objects_upstream(ctx, cfg_.router, cfg_.svc.keys != nullptr)) {
+    co_await refuse(ctx, *objects, obs::reject_reason::stored_objects);
+  } else {
+    co_return false;
+  }
+  co_return true;
+}
+
+// Kept one coroutine on the way to the relay, with no answer's temporaries in its frame: the
+// early answers are answered_first()'s, the recording's set-up and end are plain functions.
 task<void> dispatcher::serve(request_context& ctx, http::request& req) {
-  if (auto bad = pipeline_.parse(ctx, req)) co_return co_await send_error(ctx, *bad);
-  if (!cfg_.proxy.serves(ctx.route))
-    co_return co_await refuse(ctx, error::make(errc::not_found, "The route " + ctx.path + " is not enabled on this gateway."),
-                              obs::reject_reason::route_disabled);
-  if (is_probe(ctx.route)) co_return co_await serve_probe(ctx, cfg_);
-  if (cfg_.jobs && !cfg_.jobs->serves_clients()) co_return co_await send_error(ctx, error::make(errc::not_found, worker_role_only));
-  if (auto objects = claim_objects_upstream(ctx, cfg_.router, cfg_.svc.keys != nullptr))
-    co_return co_await refuse(ctx, *objects, obs::reject_reason::stored_objects);
+  const bool answered = co_await answered_first(ctx, req);
+  if (answered) co_return;
   if (ctx.which == api::realtime) co_return co_await pipeline_.serve_realtime(ctx, req);
   const restore_conn restore{ctx, ctx.conn};
   std::unique_ptr<recording_downstream> recorded = start_recording(ctx);

@@ -31,12 +31,12 @@ class dispatcher final : public http::request_handler {
  public:
   dispatcher(net::any_io_executor ex, const shared_config& cfg, upstream::ssl::context* tls);
 
-  task<bool> handle(http::request req, http::connection& conn) override;
+  task<bool> handle(http::request& req, http::connection& conn) override;
   task<void> reject(const error& e, http::connection& conn) override;
   // The upload routes' bodies stream (streamed_routes.hpp).
   const http::body_policy* streamed_bodies() const noexcept override { return pipeline_.uploads(); }
   // A request on the admin address (admin-listen): the probes and /metrics; anything else 404.
-  task<bool> handle_admin(http::request req, http::connection& conn);
+  task<bool> handle_admin(http::request& req, http::connection& conn);
 
   // This thread's jobs run through its pipeline's phases (responses/job_runner.hpp).
   job_runner& jobs() noexcept { return pipeline_; }
@@ -46,6 +46,9 @@ class dispatcher final : public http::request_handler {
  private:
   // The route, then the module that serves it.
   task<void> serve(request_context& ctx, http::request& req);
+  // A parse error, a disabled route, a probe, a worker-only process, a stored-object call with
+  // no upstream for it: answered here (true), before serve() goes on.
+  task<bool> answered_first(request_context& ctx, http::request& req);
   // POST /v1/messages: serve() in the Anthropic dialect (messages_dialect.hpp).
   task<void> serve_messages(request_context& ctx, http::request& req);
   // A Responses stream recorded for resume (null: not one): the recorder stands between the

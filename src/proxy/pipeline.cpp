@@ -173,13 +173,20 @@ task<void> pipeline::forward(request_context& ctx, http::request& req, bool key_
   const bool may_inject = ctx.stream && !ctx.include_usage && ro.usage != routing::usage_mode::never &&
                           (ctx.which == api::chat_completions || ctx.which == api::completions) &&
                           ctx.route != obs::route::models;
-  std::optional<client_upload> upload;  // an upload route's body, read as it goes upstream
-  if (ctx.streamed && ctx.streamed->upload && ctx.socket) ctx.upload = &upload.emplace(*ctx.socket);
-  upstream_call call = make_upstream_call(req, ctx.request_id, ctx.stream, cfg_.svc.keys == nullptr, may_inject);
-  if (ctx.streamed) pass_content_headers(call.req, req);
-  call.key_counts_tokens = key_counts_tokens;
+  // The upload and the upstream request live on the heap, not in this frame, which lasts as long
+  // as the stream: the request is given back before a stream is relayed, and only the upload
+  // routes have an upload.
+  std::unique_ptr<client_upload> upload;  // an upload route's body, read as it goes upstream
+  if (ctx.streamed && ctx.streamed->upload && ctx.socket) {
+    upload = std::make_unique<client_upload>(*ctx.socket);
+    ctx.upload = upload.get();
+  }
+  auto call = std::make_unique<upstream_call>(
+      make_upstream_call(req, ctx.request_id, ctx.stream, cfg_.svc.keys == nullptr, may_inject));
+  if (ctx.streamed) pass_content_headers(call->req, req);
+  call->key_counts_tokens = key_counts_tokens;
   exchange x;
-  co_await run_attempts(ctx, call, x);
+  co_await run_attempts(ctx, *call, x);
   ctx.upload = nullptr;
   if (upload && upload->failure()) co_return co_await refuse_upload(ctx, *upload->failure());
   if (ctx.cancel.cancelled()) {
@@ -189,9 +196,9 @@ task<void> pipeline::forward(request_context& ctx, http::request& req, bool key_
     co_return;
   }
   if (!ctx.contract || ctx.stream || !ctx.contract->keeps_request_body()) {  // kept for a structured-output retry
-    call.req.body().clear();
-    call.req.body().shrink_to_fit();
-    std::string().swap(call.alternate_body);
+    call->req.body().clear();
+    call->req.body().shrink_to_fit();
+    std::string().swap(call->alternate_body);
   }
   if (!x.response) co_return co_await send_failure(ctx, x);
   if (ctx.streamed && !x.body) co_return co_await relay_body(ctx, x);
@@ -199,10 +206,11 @@ task<void> pipeline::forward(request_context& ctx, http::request& req, bool key_
     // Nothing of either request is needed while the stream runs: give their headers back now
     // (they would otherwise stay allocated for the stream's whole life).
     req = http::request{};
-    call.req = upstream::request{};
-    co_return co_await relay_stream(ctx, x, call.usage_injected);
+    const bool usage_injected = call->usage_injected;
+    call.reset();
+    co_return co_await relay_stream(ctx, x, usage_injected);
   }
-  co_await answer_whole(ctx, x, call);
+  co_await answer_whole(ctx, x, *call);
 }
 
 }  // namespace sluice::proxy
