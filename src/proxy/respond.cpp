@@ -144,8 +144,13 @@ task<void> pipeline::relay_stream(request_context& ctx, exchange& x, bool usage_
     relay.set_output_check(output_check.get());
   }
   if (ctx.which == api::responses) relay.end_on_response_completed();
-  if (co_await write_stream_head(ctx, x)) co_await relay.run();
-  else relay.client_left_before_head();
+  const bool head_written = co_await write_stream_head(ctx, x);
+  if (head_written) {
+    x.response->forget_head();  // the client has its head: the upstream's is not read again
+    co_await relay.run();
+  } else {
+    relay.client_left_before_head();
+  }
   account_stream(ctx, x, relay.result());
 }
 

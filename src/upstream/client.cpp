@@ -64,6 +64,7 @@ response::~response() {
 
 unsigned response::status() const { return conn_->parser().get().result_int(); }
 const bhttp::fields& response::head() const { return conn_->parser().get().base(); }
+void response::forget_head() { conn_->parser().get().base().clear(); }
 bool response::done() const { return conn_->parser().is_done(); }
 std::optional<std::uint64_t> response::content_length() const {
   const auto len = conn_->parser().content_length();

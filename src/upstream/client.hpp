@@ -73,6 +73,11 @@ class response {
 
   unsigned status() const;
   const bhttp::fields& head() const;
+  // Gives back the head's fields; status() and the body's framing stay (the parser keeps them
+  // apart from the fields). For a stream whose client has its own head: the fields would stay
+  // allocated for the stream's whole life, and an upstream sends a dozen or more (rate limits,
+  // ids, cookies). head() is empty afterwards.
+  void forget_head();
   // Reads up to `cap` body bytes into `dst`; 0 means the body is complete. Each read must make
   // progress within idle_between_events.
   task<result<std::size_t>> read_some(char* dst, std::size_t cap);

@@ -179,45 +179,52 @@ task<void> sse_relay::pump() {
 // open stream) small: GCC gives every temporary of every co_await expression its own slot in the
 // frame, so the loop itself awaits only bool-returning helpers.
 
-task<bool> sse_relay::read_more(std::size_t& n) {
-  if (client_.holds_head()) {
-    // The head waits only for events already in memory: when the buffered bytes hold none, the
-    // client gets the head now, before the read that waits for the upstream.
-    auto got = up_.read_buffered(buf_.free_data(), buf_.free_size());
-    if (got && *got > 0) {
-      n = *got;
-      co_return true;
-    }
-    auto w = co_await client_.flush_head();
-    if (!w) {
-      res_.client_gone = true;
-      co_return false;
-    }
-    if (!got) {
-      ending_ = std::move(got).err();
-      co_return false;
-    }
+bool sse_relay::read_now(std::size_t& n, bool& got) {
+  auto r = up_.try_read(buf_.free_data(), buf_.free_size());
+  if (!r) return false;
+  got = took_read(std::move(*r), n);
+  return true;
+}
+
+bool sse_relay::read_done(const error_code& ec, bool eof, std::size_t& n, bool& got) {
+  auto failure = up_.read_failure(ec, eof);
+  if (!failure) return false;  // read_now() again: bytes came, or the read was spurious
+  got = took_read(std::move(*failure), n);
+  return true;
+}
+
+task<sse_relay::head_step> sse_relay::send_head_first(std::size_t& n) {
+  // The head waits only for events already in memory: when the buffered bytes hold none, the
+  // client gets the head now, before the read that waits for the upstream.
+  auto got = up_.read_buffered(buf_.free_data(), buf_.free_size());
+  if (got && *got > 0) {
+    n = *got;
+    co_return head_step::buffered;
   }
-  reading_since_ = runtime::steady::now();
-  // up_.read_some(), in its steps: this frame waits on the socket read itself (one frame fewer).
-  std::optional<sluice::result<std::size_t>> r;
-  while (!(r = up_.try_read(buf_.free_data(), buf_.free_size()))) {
-    bool eof = false;
-    const error_code ec = co_await up_.read_socket(eof);
-    if (auto e = up_.read_failure(ec, eof)) r = std::move(*e);
-    if (r) break;
+  auto w = co_await client_.flush_head();
+  if (!w) {
+    res_.client_gone = true;
+    co_return head_step::stop;
   }
+  if (!got) {
+    ending_ = std::move(got).err();
+    co_return head_step::stop;
+  }
+  co_return head_step::read;
+}
+
+bool sse_relay::took_read(sluice::result<std::size_t> r, std::size_t& n) {
   reading_since_ = {};
   if (client_.peer_gone()) res_.client_gone = true;  // the read failed (or raced) because of it
-  if (!*r) {
+  if (!r) {
     // Cancelled by the gateway (not the client): that reason's error, not the abort's.
     if (cancel_.cancelled() && !cancel_.client_gone()) ending_ = cancel_.ending();
-    else ending_ = std::move(*r).err();
-    co_return false;
+    else ending_ = std::move(r).err();
+    return false;
   }
-  n = **r;
+  n = *r;
   if (n) ctx_.streams.stream_bytes_total(obs::byte_direction::upstream).add(n);
-  co_return true;
+  return true;
 }
 
 void sse_relay::redact_event(std::size_t from, std::size_t to) {
@@ -265,24 +272,29 @@ task<void> sse_relay::pump_events() {
     count_bytes_out();
     const std::size_t room = buf_.free_size();
     std::size_t n = 0;
-    const bool got = co_await read_more(n);
-    if (res_.client_gone) break;
-    if (!got) break;  // ending_ says why
+    head_step step = head_step::read;
+    if (client_.holds_head()) step = co_await send_head_first(n);
+    if (step == head_step::stop) break;  // ending_ or client_gone says why
+    bool got = true;
+    if (step == head_step::read) {
+      // up_.read_some() in its steps, awaited here: a paced stream waits on every read, and a
+      // coroutine of its own would cost a frame per read, held by every waiting stream.
+      reading_since_ = runtime::steady::now();
+      while (!read_now(n, got)) {
+        bool eof = false;
+        const error_code ec = co_await up_.read_socket(eof);
+        if (read_done(ec, eof, n, got)) break;
+      }
+    }
+    if (res_.client_gone || !got) break;  // ending_ says why
     const auto handling_start = read_at_ = runtime::steady::now();
     if (n == 0) {  // upstream body complete
       co_await end_of_body();
       break;
     }
-    std::size_t start = buf_.size();
-    buf_.commit(n);
-    if (n == room && room > 0) {  // a fast stream: larger reads and writes from now on
-      buf_.grow_for_throughput(fast_stream_buffer);
-      up_.expect_bulk(fast_stream_buffer);
-    }
-    events_.begin_chunk(start);
-    auto boundary = parser_.feed(buf_.view(start, n), [this](const sse::event_view& ev) { return on_event(ev); });
-    if (!boundary || ending_) {
-      if (!ending_) ending_ = boundary.err();
+    const std::size_t start = buf_.size();
+    const std::optional<std::size_t> boundary = parse_read(start, n, room);
+    if (!boundary) {
       co_await forward_before_bad_event(start);
       break;
     }
@@ -308,6 +320,19 @@ task<void> sse_relay::pump_events() {
     }
   }
   if (ending_ && !res_.client_gone) co_await fail_in_band();
+}
+
+std::optional<std::size_t> sse_relay::parse_read(std::size_t start, std::size_t n, std::size_t room) {
+  buf_.commit(n);
+  if (n == room && room > 0) {  // a fast stream: larger reads and writes from now on
+    buf_.grow_for_throughput(fast_stream_buffer);
+    up_.expect_bulk(fast_stream_buffer);
+  }
+  events_.begin_chunk(start);
+  auto boundary = parser_.feed(buf_.view(start, n), [this](const sse::event_view& ev) { return on_event(ev); });
+  if (boundary && !ending_) return *boundary;
+  if (!ending_) ending_ = boundary.err();
+  return std::nullopt;
 }
 
 task<void> sse_relay::end_of_body() {

@@ -29,7 +29,7 @@ namespace bhttp = boost::beast::http;
 struct relay_result {
   bool completed = false;      // [DONE] forwarded and the chunked body finished
   bool client_gone = false;    // the client disconnected or stalled; nothing more was written
-  std::optional<error> failure;  // upstream failure after the head (sent in-band)
+  boxed<error> failure;  // upstream failure after the head (sent in-band); boxed: rare, in a stream-long frame
   std::uint64_t events = 0;
   std::uint64_t content_events = 0;
   std::uint64_t bytes_out = 0;
@@ -78,7 +78,20 @@ class sse_relay : public runtime::watchdog::item {
   task<void> pump_events();
   // Writes ending_ as an in-band error event and ends the body.
   task<void> fail_in_band();
-  task<bool> read_more(std::size_t& n);  // false: ending_ says why
+  // Before the first write the client's head is held: it goes with events already buffered
+  // (`buffered`, n set), or now, before a read that waits (`read`); `stop`: ending_ or
+  // client_gone says why. Its own coroutine: pump_events' frame waits on every read of the stream.
+  enum class head_step : std::uint8_t { buffered, read, stop };
+  task<head_step> send_head_first(std::size_t& n);
+  // An upstream read in steps, for pump_events' loop (which waits on the socket read itself).
+  // read_now(): true when the read came to something without the socket (bytes already buffered,
+  // the body's end, an error); read_done(): after a socket read, true when that came to an end
+  // (false: read_now() again). Either way `got` is took_read()'s answer and `n` the byte count.
+  bool read_now(std::size_t& n, bool& got);
+  bool read_done(const error_code& ec, bool eof, std::size_t& n, bool& got);
+  // What an upstream read came to (a byte count, the body's end or an error); false: ending_ or
+  // client_gone says why.
+  bool took_read(sluice::result<std::size_t> r, std::size_t& n);
   task<bool> put(std::size_t from, std::size_t n);
   task<bool> finish_body();
   // The upstream body is complete: the rest of the buffer, the verdict event, the body's end; or
@@ -91,6 +104,11 @@ class sse_relay : public runtime::watchdog::item {
   // the body's last chunk in one write.
   bool ends_with_this_write(std::size_t upto) const;
   task<bool> finish_with(std::size_t upto);
+  // The read's n bytes, now at buf_'s end (`start`), committed and through the parser (a read that
+  // filled the `room` there was grows the buffer): the offset just past the last whole event (npos:
+  // none yet), or nullopt for a malformed or refused event (ending_ says why). A plain function, so
+  // that pump_events' frame holds no parse result for the stream's life.
+  std::optional<std::size_t> parse_read(std::size_t start, std::size_t n, std::size_t room);
   // Checks one event; false stops the parse (malformed payload).
   bool on_event(const sse::event_view& ev);
   // An upstream error event in buf_ [from, to): without the gateway's keys for the client.
