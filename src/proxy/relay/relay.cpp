@@ -177,7 +177,7 @@ task<void> sse_relay::pump() {
 
 // The small coroutines below keep the frame of pump_events (alive for the whole stream, one per
 // open stream) small: GCC gives every temporary of every co_await expression its own slot in the
-// frame, so the loop itself awaits only bool-returning helpers.
+// frame, so the loop itself awaits only what returns a bool, an enum or an error code.
 
 bool sse_relay::read_now(std::size_t& n, bool& got) {
   auto r = up_.try_read(buf_.free_data(), buf_.free_size());
